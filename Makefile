@@ -1,0 +1,54 @@
+# The kernel lab's commands. `make` alone lists them.
+# Every target installs what it needs into .venv on first use (from requirements.txt).
+# To use another Python environment (conda, or a machine's own torch), pass PY: `make test PY=python3`.
+
+.DEFAULT_GOAL := help
+SHELL := /bin/bash
+VENV := .venv
+PY ?= $(VENV)/bin/python
+export PYTHONPATH := $(CURDIR)$(if $(PYTHONPATH),:$(PYTHONPATH))
+
+ifeq ($(PY),$(VENV)/bin/python)
+ENV_READY := $(VENV)/.installed
+else
+ENV_READY :=
+endif
+
+##@ Main
+
+lab: $(ENV_READY) ## Start JupyterLab on the kit (notebooks/ to learn, kernels/ to edit); LAB_ARGS="--no-browser" etc.
+	$(PY) -m jupyter lab --ServerApp.root_dir="$(CURDIR)" $(LAB_ARGS) notebooks/01_add2.ipynb
+
+test: $(ENV_READY) ## Run every test (CUDA tests run where there is a GPU, and say why they skip where not)
+	@$(PY) -m pytest $(PYTEST_ARGS); rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; rc=0; fi; exit $$rc
+
+##@ More
+
+doctor: $(ENV_READY) ## Check torch, CUDA toolkit, compiler, GPUs and the build cache, with a fix for each problem
+	$(PY) -m loader doctor
+
+bench: $(ENV_READY) ## Benchmark every op against PyTorch and a copy (GPU); writes results/ with device and date
+	$(PY) bench/run.py $(BENCH_ARGS)
+
+strip: $(ENV_READY) ## Strip outputs from the notebooks before committing them
+	$(PY) -m kit.nbstrip notebooks/*.ipynb
+
+clean: ## Remove the build cache (.build/); the next call of each op rebuilds it
+	rm -rf .build
+
+distclean: clean ## Also remove .venv
+	rm -rf $(VENV)
+
+help: ## Show this help
+	@awk 'BEGIN {FS = ":.*##"; printf "Usage: make <target>\n"} \
+	  /^[a-zA-Z_-]+:.*?##/ { printf "  \033[36m%-10s\033[0m %s\n", $$1, $$2 } \
+	  /^##@/ { printf "\n%s\n", substr($$0, 5) }' $(MAKEFILE_LIST)
+
+$(VENV)/.installed: requirements.txt
+	test -d $(VENV) || python3 -m venv $(VENV)
+	$(VENV)/bin/python -m pip install -q --upgrade pip
+	$(VENV)/bin/python -m pip install -q -r requirements.txt
+	touch $@
+
+.PHONY: lab test doctor bench strip clean distclean help

@@ -1,0 +1,80 @@
+"""Small helpers the notebooks share: show a function from a kernel file, edit a scratch copy of the kit,
+and say plainly when a cell needs a GPU this machine lacks."""
+import re
+import shutil
+import tempfile
+from pathlib import Path
+
+import torch
+
+import loader
+
+ROOT = loader.ROOT
+GPU = torch.cuda.is_available()
+
+
+def gpu_name():
+    return torch.cuda.get_device_name() if GPU else None
+
+
+def needs_gpu(what):
+    """True if the cell can run here; otherwise print one plain line saying what was skipped and why."""
+    if GPU:
+        return True
+    print(f"[skipped: needs a CUDA GPU] {what}. This machine has none (torch.cuda.is_available() is False), "
+          f"so this cell did nothing; everything else still runs on the CPU.")
+    return False
+
+
+def source_of(path, symbol):
+    """The text of `symbol`'s definition in a C++/CUDA file: its comment lines, signature and braced body."""
+    lines = (ROOT / path).read_text().splitlines()
+    pattern = re.compile(rf"\b{re.escape(symbol)}\b\s*(\(|<|\{{|$)")
+    for i, line in enumerate(lines):
+        if pattern.search(line) and not line.rstrip().endswith(";") and not line.lstrip().startswith("//"):
+            start = i
+            while start > 0 and (lines[start - 1].lstrip().startswith("//") or lines[start - 1].startswith("template")):
+                start -= 1
+            depth, seen = 0, False
+            for j in range(i, len(lines)):
+                depth += lines[j].count("{") - lines[j].count("}")
+                seen = seen or "{" in lines[j]
+                if seen and depth <= 0:
+                    return "\n".join(lines[start:j + 1])
+    raise ValueError(f"{symbol} not found in {path}")
+
+
+def show(path, *symbols):
+    """Display definitions from a kernel file, with the file's name and syntax colours where Jupyter can."""
+    text = f"// {path}\n" + "\n\n".join(source_of(path, s) for s in symbols)
+    try:
+        from IPython.display import Code, display
+
+        display(Code(text, language="cpp"))
+    except ImportError:
+        print(text)
+
+
+def scratch_kit(*op_names):
+    """A copy of kernels/ (only these ops, plus common/) in a temporary folder, with an Ops of its own.
+
+    Notebook cells that edit kernels programmatically edit this copy, so a run that stops half way never
+    leaves the real kernels/ changed. Returns (ops, kernels_folder)."""
+    tmp = Path(tempfile.mkdtemp(prefix="labkit-scratch-"))
+    for name in ("common",) + op_names:
+        shutil.copytree(ROOT / "kernels" / name, tmp / "kernels" / name,
+                        ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints"))
+    return loader.Ops(tmp / "kernels", build_dir=tmp / "build"), tmp / "kernels"
+
+
+def edit(path, old, new):
+    """Replace `old` by `new` in a file, as a student would in the editor (and make sure the mtime moves)."""
+    import os
+
+    p = Path(path)
+    text = p.read_text()
+    if old not in text:
+        raise ValueError(f"{old!r} not found in {p}")
+    p.write_text(text.replace(old, new, 1))
+    st = p.stat()
+    os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))

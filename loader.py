@@ -1,0 +1,343 @@
+"""The kit's loader: `from loader import ops`, then `ops.add2(a, b)`.
+
+Each folder of kernels/ is one operator. Its first call compiles it with torch.utils.cpp_extension.load
+(ninja) and registers it as a PyTorch operator (torch.ops.labkit.*); after any edit to a file of the folder,
+the next call rebuilds what changed and runs the new code, in the same process.
+
+What this adds to cpp_extension.load, and why:
+- Live rebuild without a full recompile. load() renames the module on every change (name_v1, ...), which
+  changes a flag of every file and recompiles them all (16 s for a 1 s kernel edit). We keep the name,
+  let ninja rebuild only what changed, and load the new library under a fresh file name (dlopen would
+  return the old one for a path it has seen). Header edits count too: ninja tracks them, load() does not.
+- Registered ops that survive reloads: the schemas are defined once from Python (kernels/<op>/op.py);
+  the C++ side only registers implementations, which a later library may override. A library that
+  defined the schema again would abort the process.
+- CPU-only builds of the same folder where there is no GPU or no CUDA toolkit (.cu files left out,
+  LABKIT_WITH_CUDA undefined).
+- Short compile errors (kit/compile_errors.py) and no hang on a lock left by a killed build.
+"""
+import fcntl
+import functools
+import importlib.util
+import os
+import shutil
+import sys
+import threading
+import time
+import warnings
+from contextlib import contextmanager
+from pathlib import Path
+
+import torch
+
+from kit.compile_errors import CompileError, LoadError
+
+ROOT = Path(__file__).resolve().parent
+KERNELS = ROOT / "kernels"
+NAMESPACE = "labkit"
+SOURCE_SUFFIXES = {".cu", ".cuh", ".cpp", ".cc", ".h", ".hpp", ".py"}
+
+_lib = None  # the torch.library.Library holding every schema; defined once per process
+_defined = {}  # op schema name -> schema string
+_registered = set()  # op folders whose op.py register() has run
+_active = {}  # op name -> the _Op whose kernels are registered now (a kit copy may share the name)
+_lock = threading.Lock()
+
+
+def cuda_build_wanted():
+    """Build .cu files only where they can run: a CUDA build of torch, a GPU, and nvcc.
+    LABKIT_CUDA=1 forces a CUDA build (to compile-check .cu files on a machine without a GPU), 0 forbids it."""
+    forced = os.environ.get("LABKIT_CUDA")
+    if forced in ("0", "1"):
+        return forced == "1"
+    return _cuda_usable()
+
+
+@functools.cache
+def _cuda_usable():
+    return bool(torch.version.cuda and torch.cuda.is_available() and cpp_extension().CUDA_HOME)
+
+
+@functools.cache
+def cpp_extension():
+    """torch.utils.cpp_extension, imported quietly and with CUDA_HOME pointing at a real toolkit.
+    Without CUDA_HOME, torch takes the folder above `which nvcc`'s bin/; where nvcc is a wrapper script
+    (/usr/local/bin/nvcc), that folder has no CUDA headers, so we try /usr/local/cuda first."""
+    import logging
+
+    if not (os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH")):
+        nvcc = shutil.which("nvcc")
+        guess = Path(nvcc).resolve().parent.parent if nvcc else None
+        if guess and not (guess / "include" / "cuda_runtime_api.h").exists() and \
+                Path("/usr/local/cuda/include/cuda_runtime_api.h").exists():
+            os.environ["CUDA_HOME"] = "/usr/local/cuda"
+    quiet = logging.getLogger("torch.utils.cpp_extension")
+    level = quiet.level
+    quiet.setLevel(logging.ERROR)  # its "No CUDA runtime is found" warning on import: the doctor says it better
+    try:
+        from torch.utils import cpp_extension as module
+    finally:
+        quiet.setLevel(level)
+    return module
+
+
+def build_root():
+    """Where builds go: $LABKIT_BUILD_DIR, else .build/ beside kernels/, one folder per torch version and kind."""
+    return Path(os.environ.get("LABKIT_BUILD_DIR", ROOT / ".build"))
+
+
+class Ops:
+    """`ops.<folder>` is the friendly function of kernels/<folder>/op.py, rebuilt when its files change."""
+
+    def __init__(self, kernels_dir=KERNELS, build_dir=None):
+        self._kernels = Path(kernels_dir).resolve()
+        self._build_dir = Path(build_dir) if build_dir else None
+        self._ops = {}
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        with _lock:
+            if name not in self._ops:
+                folder = self._kernels / name
+                if not (folder / "op.py").is_file():
+                    raise AttributeError(f"no op {name!r}: expected a folder {folder} with an op.py; ops here: "
+                                         + ", ".join(self.__dir__()))
+                self._ops[name] = _Op(name, folder, self._kernels / "common", self._build_dir)
+        op = self._ops[name]
+        self.__dict__[name] = op  # later lookups skip __getattr__ (and torch.compile sees a plain attribute)
+        return op
+
+    def __dir__(self):
+        return sorted(p.parent.name for p in self._kernels.glob("*/op.py"))
+
+
+class _Op:
+    """One op folder: its Python face (op.py), its build, and the library loaded for it."""
+
+    def __init__(self, name, folder, common, build_dir):
+        self.name, self.folder, self.common = name, folder, common
+        self._build_parent = build_dir
+        self._built = None  # signature of the sources behind the library loaded now
+        self._failed = None  # (signature, error) of the last failed build, re-raised until a file changes
+        self._py_sig = None
+        self._fn = None
+        self._loads = 0
+        self._dirs = self._files = None
+
+    def __call__(self, *args, **kwargs):
+        if not torch.compiler.is_compiling():
+            self.refresh()
+        return self._fn(*args, **kwargs)
+
+    def __repr__(self):
+        return f"<op {self.name} from {self.folder}>"
+
+    # -- what changed ------------------------------------------------------------------------------
+
+    def _signature(self):
+        """mtimes and sizes of the op's sources and of common/, plus what decides the kind of build.
+        Runs on every call, so it stats the files only; the folders are listed again when they change."""
+        dirs = (os.stat(self.folder).st_mtime_ns, os.stat(self.common).st_mtime_ns)
+        if dirs != self._dirs:
+            self._files = sorted(str(p) for d in (self.folder, self.common) for p in d.iterdir()
+                                 if p.suffix in SOURCE_SUFFIXES)
+            self._dirs = dirs
+        try:
+            stats = tuple((st.st_mtime_ns, st.st_size) for st in map(os.stat, self._files))
+        except FileNotFoundError:  # a file went between the folder listing and now
+            self._dirs = None
+            return self._signature()
+        return dirs, stats, cuda_build_wanted(), os.environ.get("TORCH_CUDA_ARCH_LIST")
+
+    def refresh(self):
+        """Rebuild and reload if a file of the op changed since the last build; otherwise cost a few stats."""
+        sig = self._signature()
+        if sig == self._built and _active.get(self.name) is self:
+            return
+        with _lock:
+            if self._failed and self._failed[0] == sig:
+                raise self._failed[1].again()
+            self._load_python()
+            if sig == self._built:  # only another copy of the kit took over the op: take it back
+                self._load_library(self._so, rebuilt=False)
+                return
+            try:
+                self._build(sig)
+            except Exception as e:
+                if hasattr(e, "again"):
+                    self._failed = (sig, e)
+                raise
+
+    def _load_python(self):
+        path = self.folder / "op.py"
+        sig = path.stat().st_mtime_ns
+        if sig == self._py_sig:
+            return
+        spec = importlib.util.spec_from_file_location(f"{NAMESPACE}_op_{self.name}", path)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        global _lib
+        if _lib is None:
+            _lib = torch.library.Library(NAMESPACE, "FRAGMENT")
+        for schema in mod.SCHEMAS:
+            op_name = schema.split("(")[0]
+            if op_name not in _defined:
+                _lib.define(schema)
+                _defined[op_name] = schema
+            elif _defined[op_name] != schema:
+                print(f"[labkit] {self.name}: the schema of {op_name} changed in op.py; a schema is defined once per "
+                      f"process, so restart the Python kernel to use the new one", file=sys.stderr)
+        if self.name not in _registered:
+            mod.register(_lib)
+            _registered.add(self.name)
+        self._fn = getattr(mod, self.name)
+        self._py_sig = sig
+
+    # -- build and load ----------------------------------------------------------------------------
+
+    def build_dir(self, cuda=None):
+        cuda = cuda_build_wanted() if cuda is None else cuda
+        kind = f"torch{torch.__version__}-py{sys.version_info.major}{sys.version_info.minor}-{'cuda' if cuda else 'cpu'}"
+        return (self._build_parent or build_root()) / kind / self.name
+
+    def sources(self, cuda):
+        suffixes = (".cpp", ".cc", ".cu") if cuda else (".cpp", ".cc")
+        return sorted(str(p) for p in self.folder.iterdir() if p.suffix in suffixes)
+
+    def flags(self, cuda):
+        """Compiler flags: -O3 (cpp_extension adds no -O for g++), and the switch for the CUDA paths."""
+        return ["-O3"] + (["-DLABKIT_WITH_CUDA"] if cuda else [])
+
+    def _build(self, sig):
+        cuda = sig[2]
+        build_dir = self.build_dir(cuda)
+        build_dir.mkdir(parents=True, exist_ok=True)
+        ext = f"{NAMESPACE}_{self.name}"
+        ninja_log = build_dir / ".ninja_log"
+        log_start = ninja_log.stat().st_size if ninja_log.exists() else 0
+        t0 = time.perf_counter()
+        with _build_lock(build_dir, self.name):
+            # load() keeps a per-process version per name and renames the module when sources change;
+            # forgetting it keeps the name (and every file's flags) fixed, so ninja rebuilds only what changed
+            cpp_extension().JIT_EXTENSION_VERSIONER.entries.pop(ext, None)
+            try:
+                so = cpp_extension().load(
+                    name=ext, sources=self.sources(cuda), extra_cflags=self.flags(cuda),
+                    extra_cuda_cflags=self.flags(cuda), extra_include_paths=[str(self.common)],
+                    build_directory=str(build_dir), with_cuda=cuda, is_python_module=False, verbose=False)
+            except RuntimeError as e:
+                raise CompileError.from_build_output(self.name, str(e), build_dir) from None
+            except OSError as e:
+                raise LoadError.from_os_error(self.name, e) from None
+        written = _ninja_outputs_since(ninja_log, log_start)
+        compiled = [Path(s).name for s in self.sources(cuda)
+                    if Path(s).stem + (".cuda.o" if s.endswith(".cu") else ".o") in written]
+        self._load_library(Path(so), rebuilt=True)
+        self._built, self._failed, self._so = sig, None, Path(so)
+        what = ("built" if self._loads == 1 else "rebuilt") if compiled else "loaded"
+        detail = f": compiled {', '.join(compiled)}" if compiled else " (up to date)"
+        print(f"[labkit] {self.name}: {what} for {'CUDA' if cuda else 'CPU'} in {time.perf_counter() - t0:.1f} s{detail}")
+
+    def _load_library(self, so, rebuilt):
+        """dlopen returns the library it already has for a path it has seen, old code and all. So a path
+        is loaded once per process: load() loads a new build's file the first time, later ones load a copy."""
+        if rebuilt and str(so) not in _loaded_paths:
+            _loaded_paths.add(str(so))  # load() has just loaded it
+        else:
+            copies = so.parent / "loaded"
+            copies.mkdir(exist_ok=True)
+            _remove_dead_copies(copies)
+            copy = copies / f"{so.stem}.{os.getpid()}.{self._loads}{so.suffix}"
+            shutil.copy2(so, copy)
+            with warnings.catch_warnings():  # "Overriding a previously registered kernel": that is the point
+                warnings.filterwarnings("ignore", message=".*Overriding a previously registered kernel.*")
+                torch.ops.load_library(str(copy))
+        self._loads += 1
+        _active[self.name] = self
+
+
+_loaded_paths = set()
+
+
+def _ninja_outputs_since(log, start):
+    """The files ninja wrote since byte `start` of its log: objects (x.o from x.cpp, x.cuda.o from x.cu) and the .so."""
+    if not log.exists():
+        return []
+    new = log.read_bytes()[start:].decode(errors="replace").splitlines()
+    return {ln.split("\t")[3] for ln in new if ln.count("\t") >= 4}
+
+
+def _remove_dead_copies(folder):
+    for p in folder.glob("*.so"):
+        try:
+            pid = int(p.suffixes[-3].lstrip("."))
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            p.unlink(missing_ok=True)
+        except (ValueError, IndexError, PermissionError):
+            pass
+
+
+@contextmanager
+def _build_lock(build_dir, name):
+    """One build of an op at a time, across processes, with an OS lock that dies with its holder.
+
+    Older torch (before 2.14) guards its build folder with a plain `lock` file that a killed build leaves
+    behind, and every later load then waits forever, silently. We hold our own flock around torch's: so a
+    `lock` file we find while holding it belongs to a build that died, and is removed."""
+    path = build_dir.parent / f"{name}.buildlock"
+    with open(path, "a+") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            f.seek(0)
+            holder = f.read().strip() or "?"
+            print(f"[labkit] {name}: waiting for process {holder}, which is building {name} now ...", flush=True)
+            t0 = time.perf_counter()
+            fcntl.flock(f, fcntl.LOCK_EX)
+            print(f"[labkit] {name}: the other build finished after {time.perf_counter() - t0:.1f} s", flush=True)
+        f.seek(0)
+        f.truncate()
+        f.write(str(os.getpid()))
+        f.flush()
+        stale = build_dir / "lock"
+        if stale.exists() and _torch_uses_lock_file():
+            print(f"[labkit] {name}: removed the lock file {stale} left by a build that was killed", flush=True)
+            stale.unlink()
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _torch_uses_lock_file():
+    return not hasattr(cpp_extension(), "FileLock")
+
+
+def build(name, cuda=None, kernels_dir=KERNELS, build_dir=None):
+    """Build (and load) one op now, CUDA or CPU; returns its build folder. For tests and `make` targets."""
+    op = _Op(name, Path(kernels_dir) / name, Path(kernels_dir) / "common", build_dir and Path(build_dir))
+    old = os.environ.get("LABKIT_CUDA")
+    if cuda is not None:
+        os.environ["LABKIT_CUDA"] = "1" if cuda else "0"
+    try:
+        op.refresh()
+    finally:
+        if cuda is not None:
+            if old is None:
+                os.environ.pop("LABKIT_CUDA")
+            else:
+                os.environ["LABKIT_CUDA"] = old
+    return op.build_dir(cuda)
+
+
+ops = Ops()
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["doctor"]:
+        from kit.doctor import main
+
+        sys.exit(main())
+    print("usage: python -m loader doctor", file=sys.stderr)
+    sys.exit(2)

@@ -1,0 +1,54 @@
+"""Shared test setup: the repo on sys.path, the `cuda` and `gpu2` markers (skipped, with the reason, where
+the hardware is missing), and helpers to run a copy of the kit in a subprocess."""
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+HAS_CUDA = torch.cuda.is_available()
+N_GPUS = torch.cuda.device_count() if HAS_CUDA else 0
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "cuda: needs a CUDA GPU")
+    config.addinivalue_line("markers", "gpu2: needs two CUDA GPUs")
+
+
+def pytest_collection_modifyitems(config, items):
+    no_gpu = pytest.mark.skip(reason="needs a CUDA GPU: torch.cuda.is_available() is False here")
+    no_gpu2 = pytest.mark.skip(reason=f"needs two CUDA GPUs: {N_GPUS} visible here")
+    for item in items:
+        if "cuda" in item.keywords and not HAS_CUDA:
+            item.add_marker(no_gpu)
+        if "gpu2" in item.keywords and N_GPUS < 2:
+            item.add_marker(no_gpu2)
+
+
+DEVICES = ["cpu"] + (["cuda"] if HAS_CUDA else [])
+
+
+@pytest.fixture(params=["cpu", pytest.param("cuda", marks=pytest.mark.cuda)])
+def device(request):
+    return request.param
+
+
+@pytest.fixture
+def kit_copy(tmp_path):
+    """A copy of kernels/ (and a build folder of its own) that a test may edit freely."""
+    shutil.copytree(ROOT / "kernels", tmp_path / "kernels", ignore=shutil.ignore_patterns("__pycache__"))
+    (tmp_path / "build").mkdir()
+    return tmp_path
+
+
+def run_python(code, env=None, timeout=600, cwd=ROOT):
+    """Run `code` in a fresh Python with the repo importable; returns the CompletedProcess."""
+    full_env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=full_env,
+                          timeout=timeout, cwd=cwd)

@@ -1,0 +1,244 @@
+"""The loader: cheap import, live rebuild of only what changed, short compile errors, build locks, CUDA compiles."""
+import fcntl
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from conftest import HAS_CUDA, ROOT, run_python
+
+import loader
+from kit.compile_errors import CompileError
+from loader import Ops, ops
+
+
+def test_import_compiles_nothing_and_is_cheap(tmp_path):
+    code = textwrap.dedent("""
+        import time, json
+        t0 = time.perf_counter(); import torch; t1 = time.perf_counter()
+        from loader import ops; t2 = time.perf_counter()
+        print(json.dumps({"torch": t1 - t0, "loader": t2 - t1, "ops": dir(ops)}))
+    """)
+    r = run_python(code, env={"LABKIT_BUILD_DIR": str(tmp_path / "b")})
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert "add2" in out["ops"]
+    assert not (tmp_path / "b").exists(), "importing the loader must not build anything"
+    assert out["loader"] < 0.5, f"`from loader import ops` took {out['loader']:.2f} s beyond import torch"
+
+
+def test_unknown_op_lists_the_ops():
+    with pytest.raises(AttributeError, match="no op 'add3'.*ops here: .*add2"):
+        ops.add3
+
+
+def _edit(path, old, new):
+    p = Path(path)
+    text = p.read_text()
+    assert old in text, f"{old!r} not in {p}"
+    p.write_text(text.replace(old, new))
+    # a coarse filesystem clock could give the edit the same mtime as the last build
+    st = p.stat()
+    os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
+
+
+def _compiled(capsys):
+    line = [ln for ln in capsys.readouterr().out.splitlines() if "[labkit]" in ln][-1]
+    m = re.search(r"compiled (.*)$", line)
+    return sorted(m.group(1).split(", ")) if m else []
+
+
+def test_live_rebuild_recompiles_only_the_edited_file(kit_copy, capsys):
+    """Edit a kernel of a copy of the kit; the next call in this process runs the new code."""
+    lab = Ops(kit_copy / "kernels", build_dir=kit_copy / "build")
+    a, b = torch.ones(5), torch.full((5,), 2.0)
+    assert torch.equal(lab.add2(a, b), a + b)
+    assert _compiled(capsys) == ["add2.cpp", "add2_cpu.cpp"]
+
+    _edit(kit_copy / "kernels/add2/add2_cpu.cpp", "load(a[i]) + load(b[i])", "load(a[i]) + 10 * load(b[i])")
+    t0 = time.perf_counter()
+    assert torch.equal(lab.add2(a, b), a + 10 * b)
+    rebuild = time.perf_counter() - t0
+    assert _compiled(capsys) == ["add2_cpu.cpp"], "only the edited kernel file may be recompiled"
+    print(f"CPU kernel edit -> new result in {rebuild:.2f} s", file=sys.stderr)
+
+    # a header: cpp_extension.load alone misses these and silently runs the old code
+    _edit(kit_copy / "kernels/common/cpu_half.h", "inline float load(float x) { return x; }",
+          "inline float load(float x) { return -x; }")
+    assert torch.equal(lab.add2(a, b), -a - 10 * b)
+    assert _compiled(capsys) == ["add2_cpu.cpp"]
+
+    # nothing changed: no build at all, same result
+    assert torch.equal(lab.add2(a, b), -a - 10 * b)
+    assert "[labkit]" not in capsys.readouterr().out
+
+    # the kit's own ops.add2 shares the operator name; calling it takes the op back
+    assert torch.equal(ops.add2(a, b), a + b)
+    assert torch.equal(lab.add2(a, b), -a - 10 * b)
+    assert torch.equal(ops.add2(a, b), a + b)
+
+
+def test_editing_op_py_reloads_the_python_face(kit_copy):
+    lab = Ops(kit_copy / "kernels", build_dir=kit_copy / "build")
+    a = torch.ones(3)
+    lab.add2(a, a)
+    _edit(kit_copy / "kernels/add2/op.py", '        return torch.ops.labkit.add2(a, b)',
+          '        return torch.ops.labkit.add2(a, b) * 100')
+    assert torch.equal(lab.add2(a, a), 200 * a)
+    ops.add2(a, a)  # take the op back for the other tests
+
+
+def test_compile_error_is_short_and_precise(kit_copy):
+    lab = Ops(kit_copy / "kernels", build_dir=kit_copy / "build")
+    a = torch.ones(4)
+    lab.add2(a, a)
+    _edit(kit_copy / "kernels/add2/add2_cpu.cpp", "load(a[i]) + load(b[i])", "load(a[i]) + load(b[i]) + oops")
+    with pytest.raises(CompileError) as info:
+        lab.add2(a, a)
+    e = info.value
+    assert Path(e.file).name == "add2_cpu.cpp" and e.line == 10
+    assert "oops" in e.message and "was not declared" in e.message
+    assert "oops" in e.source_line
+    assert e.log.exists() and "FAILED" in e.log.read_text()
+    msg = str(e)
+    assert msg.startswith("add2 failed to compile: add2_cpu.cpp:10: error:")
+    assert len(msg.splitlines()) == 3 and "-isystem" not in msg, msg
+    # calling again without a fix raises again: the old kernel must not run silently
+    with pytest.raises(CompileError):
+        lab.add2(a, a)
+    # other ops (here: the kit's own) keep working meanwhile
+    assert torch.equal(ops.add2(a, a), 2 * a)
+    _edit(kit_copy / "kernels/add2/add2_cpu.cpp", " + oops", "")
+    assert torch.equal(lab.add2(a, a), 2 * a)
+    ops.add2(a, a)
+
+
+def _build_in_subprocess(kit, extra="", env=None):
+    code = textwrap.dedent(f"""
+        import torch
+        from loader import Ops
+        lab = Ops({str(kit / 'kernels')!r}, build_dir={str(kit / 'build')!r})
+        {extra}
+        a = torch.arange(4.0)
+        print("result", lab.add2(a, a).tolist(), flush=True)
+    """)
+    return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, start_new_session=True, env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})})
+
+
+def _lock_path(kit):
+    return next((kit / "build").glob("*/add2.buildlock"), None)
+
+
+def test_stale_lock_of_a_killed_build_is_recovered(kit_copy):
+    """A build killed half way (SIGKILL: no cleanup runs) must not make the next load wait forever."""
+    p = _build_in_subprocess(kit_copy)
+    deadline = time.time() + 120
+    while time.time() < deadline:  # wait until the build is under way: our lock is held
+        lock = _lock_path(kit_copy)
+        if lock and lock.exists():
+            with open(lock) as f:
+                try:
+                    fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    fcntl.flock(f, fcntl.LOCK_UN)
+                except BlockingIOError:
+                    break
+        time.sleep(0.05)
+    time.sleep(1.0)  # let the compilers start
+    os.killpg(p.pid, signal.SIGKILL)  # the Python process, ninja and the compilers, as a killed Jupyter kernel
+    p.wait()
+    # what torch < 2.14 leaves behind after such a kill: a `lock` file in the build folder
+    build_dir = next((kit_copy / "build").glob("*/add2"))
+    (build_dir / "lock").touch()
+    q = _build_in_subprocess(kit_copy)
+    out, _ = q.communicate(timeout=300)
+    assert q.returncode == 0, out
+    assert "result [0.0, 2.0, 4.0, 6.0]" in out
+
+
+def test_a_live_build_is_waited_for_with_a_message(kit_copy):
+    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import fcntl, os, time, pathlib
+        from loader import Ops
+        op = Ops({str(kit_copy / 'kernels')!r}, build_dir={str(kit_copy / 'build')!r}).add2
+        d = op.build_dir(); d.mkdir(parents=True)
+        f = open(d.parent / "add2.buildlock", "a+"); fcntl.flock(f, fcntl.LOCK_EX)
+        f.write(str(os.getpid())); f.flush(); print("holding", flush=True); time.sleep(4)
+    """)], stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert holder.stdout.readline().strip() == "holding"
+    p = _build_in_subprocess(kit_copy)
+    out, _ = p.communicate(timeout=300)
+    holder.wait()
+    assert p.returncode == 0, out
+    assert f"waiting for process {holder.pid}, which is building add2 now" in out
+    assert "the other build finished after" in out
+    assert "result [0.0, 2.0, 4.0, 6.0]" in out
+
+
+def test_two_processes_loading_at_once_both_succeed(kit_copy):
+    procs = [_build_in_subprocess(kit_copy) for _ in range(2)]
+    outs = [p.communicate(timeout=300)[0] for p in procs]
+    for p, out in zip(procs, outs):
+        assert p.returncode == 0, out
+        assert "result [0.0, 2.0, 4.0, 6.0]" in out
+
+
+def _can_compile_cuda():
+    if not torch.version.cuda:
+        return "torch is a CPU-only build"
+    from kit.doctor import nvcc_version
+    nvcc, ver = nvcc_version(loader.cpp_extension().CUDA_HOME)
+    if not nvcc or not ver:
+        return "no nvcc"
+    if ver.split(".")[0] != torch.version.cuda.split(".")[0]:
+        return f"nvcc {ver} does not match torch's CUDA {torch.version.cuda}"
+    return None
+
+
+OP_NAMES = sorted(p.parent.name for p in (ROOT / "kernels").glob("*/op.py"))
+
+
+@pytest.mark.skipif(_can_compile_cuda() is not None, reason=f"cannot compile CUDA here: {_can_compile_cuda()}")
+@pytest.mark.parametrize("op", OP_NAMES)
+def test_every_op_compiles_for_cuda(op, tmp_path):
+    """Where nvcc and a CUDA torch exist (with or without a GPU), every op's CUDA build compiles and loads."""
+    arch = os.environ.get("TORCH_CUDA_ARCH_LIST") or ("" if HAS_CUDA else "9.0")
+    r = run_python(f"import loader; print(loader.build({op!r}, cuda=True))",
+                   env={"LABKIT_BUILD_DIR": str(tmp_path), **({"TORCH_CUDA_ARCH_LIST": arch} if arch else {})})
+    assert r.returncode == 0, r.stdout + r.stderr
+    build_dir = Path(r.stdout.strip().splitlines()[-1])
+    assert list(build_dir.glob("*.cuda.o")), "no .cu file was compiled"
+    assert (build_dir / f"labkit_{op}.so").exists()
+
+
+@pytest.mark.skipif(_can_compile_cuda() is not None, reason=f"cannot compile CUDA here: {_can_compile_cuda()}")
+def test_nvcc_error_is_short_and_precise(kit_copy):
+    _edit(kit_copy / "kernels/add2/add2.cu", "c[i] = a[i] + b[i];", "c[i] = a[i] + b[i] + oops;")
+    r = run_python(textwrap.dedent(f"""
+        import loader
+        try:
+            loader.build("add2", cuda=True, kernels_dir={str(kit_copy / 'kernels')!r}, build_dir={str(kit_copy / 'build')!r})
+        except loader.CompileError as e:
+            print("FILE", e.file, "LINE", e.line); print(e)
+    """), env={"TORCH_CUDA_ARCH_LIST": os.environ.get("TORCH_CUDA_ARCH_LIST") or "9.0"})
+    assert "FILE" in r.stdout, r.stdout + r.stderr
+    assert re.search(r"FILE \S*add2\.cu LINE \d+", r.stdout)
+    assert 'identifier "oops" is undefined' in r.stdout
+    assert "c[i] = a[i] + b[i] + oops;" in r.stdout
+
+
+def test_doctor_runs():
+    r = subprocess.run([sys.executable, "-m", "loader", "doctor"], capture_output=True, text=True, cwd=ROOT,
+                       env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)
+    assert r.returncode in (0, 1), r.stderr
+    assert f"torch {torch.__version__}" in r.stdout
+    assert "build cache:" in r.stdout and "ops build for:" in r.stdout
+    if HAS_CUDA:
+        assert "GPU 0:" in r.stdout and "compute capability" in r.stdout
