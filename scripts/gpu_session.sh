@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Everything GPU-side in one call: doctor, loader timings, the whole test suite (notebooks included), the
+# benchmark and the recorded timing lesson. Results go to results/<date>-<gpu>/ (committed: device, date,
+# numbers) and, on the device tool's machine, into $OUT as one tarball.
+#
+#   bash scripts/gpu_session.sh [doctor] [loader] [tests] [bench] [timing]     (no argument: all of them)
+#
+# Uses the machine's own python3 (PY=... to change); Jupyter packages may come as wheels in .whl/.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+PY=${PY:-python3}
+STEPS=${*:-doctor loader tests bench timing}
+export PYTHONUNBUFFERED=1
+if compgen -G ".whl/*.whl" > /dev/null; then
+    $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+        && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+fi
+export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
+SLUG=$($PY -c "import re, torch; n = torch.cuda.get_device_name() if torch.cuda.is_available() else 'cpu'; print(re.sub(r'[^a-z0-9]+', '-', n.lower()).strip('-'))")
+R=results/$(date +%F)-$SLUG
+mkdir -p "$R"
+echo "== $(date -u +%FT%TZ) $SLUG: $STEPS; TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-unset} CC=${CC:-unset} CXX=${CXX:-unset}"
+rc=0
+for step in $STEPS; do
+    t0=$(date +%s)
+    case $step in
+        doctor) { nvidia-smi; $PY -m loader doctor; } > "$R/doctor.txt" 2>&1; tail -n 12 "$R/doctor.txt" ;;
+        loader) $PY scripts/measure_loader.py > "$R/loader.log" 2>&1 || rc=1; tail -n 20 "$R/loader.log" ;;
+        tests)  LABKIT_EXECUTED_NOTEBOOKS=/tmp/executed $PY -m pytest -q -ra -p no:cacheprovider \
+                    --junitxml="$R/pytest.xml" > "$R/pytest.log" 2>&1 || rc=1
+                grep -E "passed|failed|error" "$R/pytest.log" | tail -n 3; grep -E "^(FAILED|ERROR)" "$R/pytest.log" | head -n 20 ;;
+        bench)  if [ -f bench/run.py ]; then $PY bench/run.py > "$R/bench.log" 2>&1 || rc=1; tail -n 25 "$R/bench.log"; fi ;;
+        timing) if [ -f kit/record_timing.py ]; then $PY -m kit.record_timing > "$R/timing.log" 2>&1 || rc=1; tail -n 10 "$R/timing.log"; fi ;;
+        *) echo "unknown step $step"; rc=2 ;;
+    esac
+    echo "-- $step: $(( $(date +%s) - t0 )) s"
+done
+if [ -n "${OUT:-}" ]; then
+    tar czf "$OUT/results.tgz" results
+    [ -d /tmp/executed ] && tar czf "$OUT/executed_notebooks.tgz" -C /tmp executed
+fi
+exit $rc
