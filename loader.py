@@ -174,8 +174,11 @@ class _Op:
         sig = path.stat().st_mtime_ns
         if sig == self._py_sig:
             return
-        spec = importlib.util.spec_from_file_location(f"{NAMESPACE}_op_{self.name}", path)
+        # a module name of its own per kit folder (a scratch copy of the kit has its own op.py)
+        mod_name = f"{NAMESPACE}_op_{self.name}" + ("" if self.folder.parent == KERNELS else f"_{id(self)}")
+        spec = importlib.util.spec_from_file_location(mod_name, path)
         mod = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = mod  # torch.compile looks functions' modules up by name
         spec.loader.exec_module(mod)
         global _lib
         if _lib is None:
