@@ -31,6 +31,7 @@ from pathlib import Path
 import torch
 
 from kit.compile_errors import CompileError, LoadError
+from kit.toolchain import safe_cxx
 
 ROOT = Path(__file__).resolve().parent
 KERNELS = ROOT / "kernels"
@@ -220,7 +221,13 @@ class _Op:
         ninja_log = build_dir / ".ninja_log"
         log_start = ninja_log.stat().st_size if ninja_log.exists() else 0
         t0 = time.perf_counter()
-        with _build_lock(build_dir, self.name):
+        cxx, note = safe_cxx()
+        if note and note not in _said:
+            print(f"[labkit] {note} (make doctor)", file=sys.stderr)
+            _said.add(note)
+        if cxx is None and note:
+            raise RuntimeError(f"{self.name}: {note}; install g++ or set CXX to a working C++ compiler")
+        with _build_lock(build_dir, self.name), _environ(CXX=cxx):
             # load() keeps a per-process version per name and renames the module when sources change;
             # forgetting it keeps the name (and every file's flags) fixed, so ninja rebuilds only what changed
             cpp_extension().JIT_EXTENSION_VERSIONER.entries.pop(ext, None)
@@ -261,6 +268,22 @@ class _Op:
 
 
 _loaded_paths = set()
+_said = set()
+
+
+@contextmanager
+def _environ(**values):
+    """Set environment variables (None: leave as is) for the duration of a build."""
+    old = {k: os.environ.get(k) for k in values}
+    os.environ.update({k: v for k, v in values.items() if v is not None})
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def _ninja_outputs_since(log, start):

@@ -70,8 +70,15 @@ def _source_line(path, line):
 
 
 def _last_meaningful_line(output):
-    lines = [ln for ln in output.splitlines() if ln.strip() and not ln.startswith("[")]
-    return lines[-1].strip() if lines else output.strip()[:300]
+    """No compiler diagnostic found: the first line after ninja's FAILED that is not a command line."""
+    lines = output.splitlines()
+    for i, ln in enumerate(lines):
+        if ln.startswith("FAILED:"):
+            for other in lines[i + 1:]:
+                if other.strip() and " -o " not in other and not other.startswith(("FAILED:", "[", "ninja:")):
+                    return other.strip()
+    rest = [ln for ln in lines if ln.strip() and not ln.startswith("[")]
+    return rest[-1].strip() if rest else output.strip()[:300]
 
 
 def _demangle(text):

@@ -11,6 +11,8 @@ import sys
 
 import torch
 
+from kit.toolchain import safe_cxx
+
 OK, WARN, BAD = "ok  ", "warn", "FAIL"
 
 
@@ -63,7 +65,12 @@ def checks():
     cxx = os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++")
     if cxx and shutil.which(cxx.split()[0]):
         first = _run([cxx.split()[0], "--version"]).splitlines()
-        yield OK, f"C++ compiler: {first[0] if first else cxx} ({'$CXX' if os.environ.get('CXX') else cxx})", None
+        yield OK, f"C++ compiler: {first[0] if first else cxx} ({'CXX=' + cxx if os.environ.get('CXX') else cxx})", None
+        used, note = safe_cxx()
+        if note and used:
+            yield WARN, note, "unset CXX   # the loader already does this for its own builds"
+        elif note:
+            yield BAD, note, "sudo apt-get install g++ && unset CXX"
     else:
         yield BAD, "no C++ compiler found (c++, g++ or $CXX)", "sudo apt-get install g++   # or: conda install gxx"
 

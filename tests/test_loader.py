@@ -242,3 +242,25 @@ def test_doctor_runs():
     assert "build cache:" in r.stdout and "ops build for:" in r.stdout
     if HAS_CUDA:
         assert "GPU 0:" in r.stdout and "compute capability" in r.stdout
+
+
+def test_a_compiler_with_a_private_cxx_runtime_is_detected_and_avoided(tmp_path):
+    """Such a CXX (the GPU machine presets one) builds ops that crash Python at the first failed check."""
+    from kit.toolchain import links_shared_cxx_runtime
+
+    wrapper = tmp_path / "g++-static"
+    wrapper.write_text('#!/bin/sh\nexec g++ -static-libstdc++ "$@"\n')
+    wrapper.chmod(0o755)
+    assert links_shared_cxx_runtime("c++") is True
+    assert links_shared_cxx_runtime(str(wrapper)) is False
+    r = run_python(textwrap.dedent("""
+        import torch
+        from loader import ops
+        try:
+            ops.add2(torch.ones(3), torch.ones(4))
+        except ValueError as e:
+            print("caught:", e)
+    """), env={"CXX": str(wrapper), "LABKIT_BUILD_DIR": str(tmp_path / "b"), "LABKIT_CUDA": "0"})
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "links a private static C++ runtime" in r.stderr
+    assert "caught: add2: a and b must have the same shape" in r.stdout
