@@ -1,5 +1,7 @@
 """Every notebook runs top to bottom (on a machine without a GPU too), and is committed with outputs stripped."""
+import json
 import os
+import sys
 from pathlib import Path
 
 import nbformat
@@ -17,14 +19,32 @@ def test_notebook_is_stripped(path):
     assert not strip(nb), f"{path.name} has outputs or run metadata: run `make strip` before committing"
 
 
+@pytest.fixture(scope="module")
+def kernel_name(tmp_path_factory):
+    """A kernelspec that runs this very Python (whatever kernelspecs the machine has installed), with the kit
+    importable. Returns its name; JUPYTER_PATH points at it for the duration of the tests."""
+    spec_dir = tmp_path_factory.mktemp("jupyter") / "kernels" / "labkit-test"
+    spec_dir.mkdir(parents=True)
+    (spec_dir / "kernel.json").write_text(json.dumps({
+        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "labkit tests", "language": "python",
+        "env": {"PYTHONPATH": os.pathsep.join([str(ROOT)] + sys.path[1:])},
+    }))
+    old = os.environ.get("JUPYTER_PATH")
+    os.environ["JUPYTER_PATH"] = str(spec_dir.parent.parent) + (os.pathsep + old if old else "")
+    yield "labkit-test"
+    if old is None:
+        os.environ.pop("JUPYTER_PATH")
+    else:
+        os.environ["JUPYTER_PATH"] = old
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
-def test_notebook_runs(path):
+def test_notebook_runs(path, kernel_name):
     from nbclient import NotebookClient
 
     nb = nbformat.read(path, as_version=4)
-    env_dir = {"PYTHONPATH": str(ROOT)}
-    os.environ.update(env_dir)
-    client = NotebookClient(nb, timeout=900, kernel_name="python3",
+    client = NotebookClient(nb, timeout=900, kernel_name=kernel_name,
                             resources={"metadata": {"path": str(path.parent)}})
     client.execute()  # raises CellExecutionError, with the cell and its traceback, if any cell fails
     out_dir = os.environ.get("LABKIT_EXECUTED_NOTEBOOKS")
