@@ -41,10 +41,17 @@ static at::Tensor add2_seed_cpu_impl(const at::Tensor& a, const at::Tensor&) {
                 "a is on ", a.device(), ". Use a CUDA tensor, or the default version.");
 }
 
+static at::Tensor add2_gpu_only_cpu_impl(const at::Tensor& a, const at::Tensor&) {
+    TORCH_CHECK(false, "add2(version=\"unguarded\"/\"set_device\") are lessons about choosing a GPU and have no CPU "
+                "version; a is on ", a.device());
+}
+
 TORCH_LIBRARY_IMPL(labkit, CPU, m) {
     m.impl("add2", &add2_cpu_impl);
     m.impl("add2_out", &add2_out_cpu_impl);
     m.impl("add2_seed", &add2_seed_cpu_impl);
+    m.impl("add2_unguarded", &add2_gpu_only_cpu_impl);
+    m.impl("add2_set_device", &add2_gpu_only_cpu_impl);
 }
 
 // ----------------------------------------------------------------------------------------------
@@ -89,10 +96,37 @@ static at::Tensor add2_seed_cuda_impl(const at::Tensor& a, const at::Tensor& b) 
     return c;
 }
 
+// THE SEED'S BUG, kept for the multi-GPU lesson: no device guard. The output is allocated on a's GPU (the
+// tensor options say where), but the kernel goes to the *current* GPU's stream, so it runs on the current GPU
+// with pointers into another GPU's memory: an illegal address, or, once peer access is on, a silent and
+// unordered remote access. Never copy this function; add2_cuda_impl above is the pattern.
+static at::Tensor add2_unguarded_cuda_impl(const at::Tensor& a, const at::Tensor& b) {
+    const DType dtype = check_inputs("add2(version=\"unguarded\")", a, b);
+    at::Tensor c = at::empty(a.sizes(), a.options());
+    if (c.numel() == 0) return c;
+    const at::Tensor ac = a.contiguous(), bc = b.contiguous();
+    check_launch("add2_vec_kernel (unguarded)",
+                 add2_cuda(dtype, c.data_ptr(), ac.data_ptr(), bc.data_ptr(), c.numel(), current_stream()));
+    return c;
+}
+
+// Seed 003's fix: cudaSetDevice in the launcher. Right GPU, default stream, and the caller's current GPU changed.
+static at::Tensor add2_set_device_cuda_impl(const at::Tensor& a, const at::Tensor& b) {
+    const DType dtype = check_inputs("add2(version=\"set_device\")", a, b);
+    at::Tensor c = at::empty(a.sizes(), a.options());
+    if (c.numel() == 0) return c;
+    const at::Tensor ac = a.contiguous(), bc = b.contiguous();
+    check_launch("add2_vec_kernel (cudaSetDevice)",
+                 add2_set_device_cuda(a.get_device(), dtype, c.data_ptr(), ac.data_ptr(), bc.data_ptr(), c.numel()));
+    return c;
+}
+
 TORCH_LIBRARY_IMPL(labkit, CUDA, m) {
     m.impl("add2", &add2_cuda_impl);
     m.impl("add2_out", &add2_out_cuda_impl);
     m.impl("add2_seed", &add2_seed_cuda_impl);
+    m.impl("add2_unguarded", &add2_unguarded_cuda_impl);
+    m.impl("add2_set_device", &add2_set_device_cuda_impl);
 }
 
 #endif  // LABKIT_WITH_CUDA

@@ -66,6 +66,12 @@ cudaError_t add2_seed_cuda(float* c, const float* a, const float* b, int n, cuda
     return cudaGetLastError();                            // and never checked the launch
 }
 
+cudaError_t add2_set_device_cuda(int device, DType dtype, void* c, const void* a, const void* b, int64_t n) {
+    const cudaError_t err = cudaSetDevice(device);  // process-wide: still set after we return
+    if (err != cudaSuccess) return err;
+    return add2_cuda(dtype, c, a, b, n, /*stream=*/0);
+}
+
 cudaError_t add2_cuda(DType dtype, void* c, const void* a, const void* b, int64_t n, cudaStream_t stream) {
     constexpr int threads = 256;  // 8 warps: enough blocks per SM to hide latency, small tail waste
     return dispatch_dtype(dtype, [&](auto* type) {

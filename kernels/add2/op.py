@@ -10,12 +10,17 @@ SCHEMAS = [
     "add2(Tensor a, Tensor b) -> Tensor",
     "add2_out(Tensor a, Tensor b, Tensor(a!) out) -> ()",
     "add2_seed(Tensor a, Tensor b) -> Tensor",
+    # the multi-GPU lesson (03_multi_gpu.ipynb): the seed's missing device guard, and its cudaSetDevice fix
+    "add2_unguarded(Tensor a, Tensor b) -> Tensor",
+    "add2_set_device(Tensor a, Tensor b) -> Tensor",
 ]
+
+VERSIONS = {"seed": "add2_seed", "unguarded": "add2_unguarded", "set_device": "add2_set_device"}
 
 
 def register(lib):
     """Teach PyTorch's compiler the ops' output shapes (fake tensors) and add2's gradient."""
-    for name in ("labkit::add2", "labkit::add2_seed"):
+    for name in ["labkit::add2"] + [f"labkit::{op}" for op in VERSIONS.values()]:
         torch.library.register_fake(name, lib=lib)(_add2_fake)
     torch.library.register_fake("labkit::add2_out", lib=lib)(lambda a, b, out: None)
     # d(a + b)/da = d(a + b)/db = 1, so both gradients are the incoming one
@@ -28,14 +33,15 @@ def _add2_fake(a, b):
 
 
 def add2(a, b, *, out=None, version="fast"):
-    """a + b from our kernel. out= writes into an existing tensor; version="seed" runs the seed tutorial's
-    kernel (CUDA, float32) for comparison."""
-    if version == "seed":
+    """a + b from our kernel. out= writes into an existing tensor. Other versions, for the lessons (CUDA only):
+    version="seed" runs the seed tutorial's kernel (float32); "unguarded" launches without a device guard (the
+    seed's multi-GPU bug); "set_device" calls cudaSetDevice in the launcher (the seed's fix)."""
+    if version in VERSIONS:
         if out is not None:
-            raise ValueError('add2: out= is not supported with version="seed"')
-        return torch.ops.labkit.add2_seed(a, b)
+            raise ValueError(f"add2: out= is not supported with version={version!r}")
+        return getattr(torch.ops.labkit, VERSIONS[version])(a, b)
     if version != "fast":
-        raise ValueError(f'add2: version must be "fast" or "seed", got {version!r}')
+        raise ValueError(f'add2: version must be "fast", {", ".join(map(repr, VERSIONS))}; got {version!r}')
     if out is None:
         return torch.ops.labkit.add2(a, b)
     torch.ops.labkit.add2_out(a, b, out)
