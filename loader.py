@@ -122,7 +122,7 @@ class _Op:
         self._built = None  # signature of the sources behind the library loaded now
         self._failed = None  # (signature, error) of the last failed build, re-raised until a file changes
         self._py_sig = None
-        self._fn = None
+        self._fn = self._mod = None
         self._loads = 0
         self._dirs = self._files = None
 
@@ -196,7 +196,7 @@ class _Op:
             mod.register(_lib)
             _registered.add(self.name)
         self._fn = getattr(mod, self.name)
-        self._py_sig = sig
+        self._mod, self._py_sig = mod, sig
 
     # -- build and load ----------------------------------------------------------------------------
 
@@ -209,9 +209,11 @@ class _Op:
         suffixes = (".cpp", ".cc", ".cu") if cuda else (".cpp", ".cc")
         return sorted(str(p) for p in self.folder.iterdir() if p.suffix in suffixes)
 
-    def flags(self, cuda):
-        """Compiler flags: -O3 (cpp_extension adds no -O for g++), and the switch for the CUDA paths."""
-        return ["-O3"] + (["-DLABKIT_WITH_CUDA"] if cuda else [])
+    def flags(self, cuda, nvcc=False):
+        """Compiler flags: -O3 (cpp_extension adds no -O for g++), the switch for the CUDA paths, and the op's own
+        from op.py (CXX_FLAGS for the host compiler, CUDA_FLAGS for nvcc; e.g. CUDA_FLAGS = ["-lineinfo"])."""
+        own = getattr(self._mod, "CUDA_FLAGS" if nvcc else "CXX_FLAGS", []) if self._mod else []
+        return ["-O3"] + (["-DLABKIT_WITH_CUDA"] if cuda else []) + list(own)
 
     def _build(self, sig):
         cuda = sig[2]
@@ -234,7 +236,7 @@ class _Op:
             try:
                 so = cpp_extension().load(
                     name=ext, sources=self.sources(cuda), extra_cflags=self.flags(cuda),
-                    extra_cuda_cflags=self.flags(cuda), extra_include_paths=[str(self.common)],
+                    extra_cuda_cflags=self.flags(cuda, nvcc=True), extra_include_paths=[str(self.common)],
                     build_directory=str(build_dir), with_cuda=cuda, is_python_module=False, verbose=False)
             except RuntimeError as e:
                 raise CompileError.from_build_output(self.name, str(e), build_dir) from None

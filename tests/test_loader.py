@@ -265,3 +265,15 @@ def test_a_compiler_with_a_private_cxx_runtime_is_detected_and_avoided(tmp_path)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "links a private static C++ runtime" in r.stderr
     assert "caught: add2: a and b must have the same shape" in r.stdout
+
+
+def test_op_flags_from_op_py_reach_the_compiler(kit_copy):
+    lab = Ops(kit_copy / "kernels", build_dir=kit_copy / "build")
+    a = torch.ones(3)
+    lab.add2(a, a)
+    with open(kit_copy / "kernels/add2/op.py", "a") as f:
+        f.write('\nCXX_FLAGS = ["-DLABKIT_TEST_FLAG=1"]\n')
+    _edit(kit_copy / "kernels/add2/add2_cpu.cpp", "load(a[i]) + load(b[i])", "load(a[i]) + LABKIT_TEST_FLAG * 7 * load(b[i])")
+    assert torch.equal(lab.add2(a, a), 8 * a)
+    assert "-DLABKIT_TEST_FLAG=1" in next((kit_copy / "build").glob("*/add2/build.ninja")).read_text()
+    ops.add2(a, a)
