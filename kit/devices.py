@@ -72,17 +72,18 @@ class Isolated:
         return "ran to the end"
 
 
-def run_isolated(code, env=None, timeout=300):
+def run_isolated(code, env=None, timeout=300, wrapper=()):
     """Run Python `code` in a child process with the kit importable and return an Isolated.
 
-    The child may call report(obj) (already defined for it) to send one JSON-able result back."""
+    The child may call report(obj) (already defined for it) to send one JSON-able result back. wrapper: a command
+    that runs the child Python, e.g. ["compute-sanitizer", "--tool", "memcheck"]."""
     prelude = textwrap.dedent("""
         import json as _json, sys as _sys
         def report(obj):
             print("@@REPORT@@" + _json.dumps(obj), flush=True)
     """)
     full_env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(loader.ROOT)] + sys.path[1:]), **(env or {})}
-    r = subprocess.run([sys.executable, "-c", prelude + textwrap.dedent(code)], capture_output=True, text=True,
+    r = subprocess.run([*wrapper, sys.executable, "-c", prelude + textwrap.dedent(code)], capture_output=True, text=True,
                        env=full_env, timeout=timeout, cwd=loader.ROOT)
     result = None
     for line in r.stdout.splitlines():

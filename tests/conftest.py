@@ -15,16 +15,40 @@ sys.path.insert(0, str(ROOT))
 HAS_CUDA = torch.cuda.is_available()
 N_GPUS = torch.cuda.device_count() if HAS_CUDA else 0
 
+# LABKIT_PREBUILT: run the op tests against ops built ahead of time instead of the JIT loader's (tests/test_builds.py):
+# a CMake build folder, or the name of an installed package with an `ops` (labkit_aot). Tests that edit a copy of the
+# kit (kit_copy) test the JIT loader itself and are skipped then.
+PREBUILT = os.environ.get("LABKIT_PREBUILT")
+if PREBUILT:
+    import importlib
+
+    import loader
+    from kit.prebuilt import Prebuilt
+
+    loader.ops = (Prebuilt.from_cmake(PREBUILT, ROOT / "kernels") if os.path.isdir(PREBUILT)
+                  else importlib.import_module(PREBUILT).ops)
+
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "cuda: needs a CUDA GPU")
     config.addinivalue_line("markers", "gpu2: needs two CUDA GPUs")
 
 
+def pytest_report_header(config):
+    if PREBUILT:
+        import loader
+
+        return [f"labkit ops: prebuilt, from {', '.join(map(str, loader.ops._libraries.values()))}"]
+    return []
+
+
 def pytest_collection_modifyitems(config, items):
     no_gpu = pytest.mark.skip(reason="needs a CUDA GPU: torch.cuda.is_available() is False here")
     no_gpu2 = pytest.mark.skip(reason=f"needs two CUDA GPUs: {N_GPUS} visible here")
+    jit_only = pytest.mark.skip(reason="tests the JIT loader (edits a copy of the kit); LABKIT_PREBUILT is set")
     for item in items:
+        if PREBUILT and "kit_copy" in getattr(item, "fixturenames", ()):
+            item.add_marker(jit_only)
         if "cuda" in item.keywords and not HAS_CUDA:
             item.add_marker(no_gpu)
         if "gpu2" in item.keywords and N_GPUS < 2:

@@ -1,0 +1,96 @@
+"""labkit-aot: the kit's ops compiled ahead of time, into a package pip installs.
+
+    pip install --no-build-isolation ./aot        (or: make aot)
+    python -c "import torch; from labkit_aot import ops; print(ops.add2(torch.ones(3), torch.ones(3)))"
+
+It compiles the very files the JIT loader compiles, kernels/<op>/*.cpp (and *.cu in a CUDA build), with the same
+flags (-O3, -DLABKIT_WITH_CUDA in a CUDA build, and op.py's CXX_FLAGS / CUDA_FLAGS), through torch's BuildExtension
+(ninja; MAX_JOBS), into one library per op that holds only the kernels' registrations (TORCH_LIBRARY_IMPL). The
+schemas are defined from Python: each op's op.py ships in the package, and importing labkit_aot defines them, then
+loads the libraries (kit/prebuilt.py, shipped as labkit_aot/_prebuilt.py).
+
+--no-build-isolation: the build must compile against the torch that will run the ops; an isolated build would
+download a torch of its own. Environment: LABKIT_CUDA=1/0 (default: CUDA where torch has it, a GPU is visible and
+nvcc is found, as for the JIT loader), LABKIT_OPS (default "add2,elu": those present in ../kernels). Objects, the
+wheel's staging and the egg-info go to aot/build/.
+"""
+import os
+import shutil
+import sys
+from pathlib import Path
+
+from setuptools import setup
+from setuptools.command.build_py import build_py
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+os.chdir(HERE)  # setuptools takes source paths relative to setup.py's folder, and refuses absolute ones
+sys.path.insert(0, str(ROOT))
+import loader  # noqa: E402  the kit's answers to "build CUDA?" and its cpp_extension with a working CUDA_HOME
+from kit.builds import op_flags  # noqa: E402
+from kit.toolchain import safe_cxx  # noqa: E402
+
+import torch  # noqa: E402
+
+KERNELS = ROOT / "kernels"
+OPS = [op for op in os.environ.get("LABKIT_OPS", "add2,elu").split(",") if (KERNELS / op / "op.py").is_file()]
+CUDA = loader.cuda_build_wanted()
+cpp_extension = loader.cpp_extension()
+
+# A compiler that links its own static C++ runtime builds libraries that crash Python at the first failed argument
+# check (kit/toolchain.py); setuptools compiles and links C++ with $CXX, so point it at a safe one.
+cxx, note = safe_cxx()
+if note:
+    print(f"labkit-aot: {note}", file=sys.stderr)
+if cxx:
+    os.environ["CXX"] = cxx
+
+
+def extension(op):
+    cxx_flags, cuda_flags = op_flags(KERNELS, op)  # op.py's own, read without defining its schemas
+    suffixes = (".cpp", ".cc", ".cu") if CUDA else (".cpp", ".cc")
+    sources = sorted(os.path.relpath(p, HERE) for p in (KERNELS / op).iterdir() if p.suffix in suffixes)
+    common = ["-O3"] + (["-DLABKIT_WITH_CUDA"] if CUDA else [])  # what loader._Op.flags gives the JIT build
+    kind = cpp_extension.CUDAExtension if CUDA else cpp_extension.CppExtension
+    return kind(f"labkit_aot._{op}", sources, include_dirs=[str(KERNELS / "common")],
+                extra_compile_args={"cxx": common + cxx_flags, "nvcc": common + cuda_flags})
+
+
+class BuildExtensionCudaObjects(cpp_extension.BuildExtension):
+    """torch's BuildExtension, naming a .cu file's object x.cuda.o. setuptools names an object after its source's
+    stem, so add2.cpp and add2.cu would both become add2.o (ninja: "multiple rules generate .../add2.o"); the JIT
+    loader (cpp_extension.load) names them the same way as here."""
+
+    def build_extensions(self):
+        names = self.compiler.object_filenames
+
+        def object_filenames(sources, strip_dir=0, output_dir=""):
+            objects = names(sources, strip_dir=strip_dir, output_dir=output_dir)
+            return [o[:-2] + ".cuda.o" if str(s).endswith(".cu") and o.endswith(".o") else o
+                    for s, o in zip(sources, objects)]
+
+        self.compiler.object_filenames = object_filenames
+        super().build_extensions()
+
+
+class BuildPyWithOps(build_py):
+    """Also ship what the package needs at import: each op's op.py, and the loader of prebuilt libraries."""
+
+    def run(self):
+        super().run()
+        package = Path(self.build_lib) / "labkit_aot"
+        (package / "op_py").mkdir(parents=True, exist_ok=True)
+        for op in OPS:
+            shutil.copyfile(KERNELS / op / "op.py", package / "op_py" / f"{op}.py")
+        shutil.copyfile(ROOT / "kit" / "prebuilt.py", package / "_prebuilt.py")
+
+
+print(f"labkit-aot: building {', '.join(OPS)} for {'CUDA and CPU' if CUDA else 'CPU'} from {KERNELS}", file=sys.stderr)
+Path("build").mkdir(exist_ok=True)
+setup(
+    packages=["labkit_aot"],
+    ext_modules=[extension(op) for op in OPS],
+    cmdclass={"build_ext": BuildExtensionCudaObjects, "build_py": BuildPyWithOps},
+    install_requires=[f"torch=={torch.__version__.split('+')[0]}"],
+    options={"egg_info": {"egg_base": "build"}},  # not beside setup.py
+)

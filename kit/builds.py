@@ -1,0 +1,267 @@
+"""The same kernels/<op>/ files built three ways, and timed: JIT (the loader, at the first call), ahead of time as a
+package pip installs (aot/: setuptools with torch's BuildExtension), and with CMake against libtorch (cmake/).
+For the table of 05_debugging.ipynb and for tests/test_builds.py.
+
+Every build works on a fresh copy of the kit (checkout()) and runs in child processes: this process may hold the JIT
+loader's ops already, and loading a second library for labkit::add2 here would replace their kernels.
+"""
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+import loader
+from kit.devices import run_isolated
+from kit.toolchain import elf_needed, safe_cxx
+
+ROOT = loader.ROOT
+WAYS = ("jit", "aot", "cmake")
+# the ops the AOT and CMake builds are tested with: the real ones (debug_lab is a lesson, and GPU-minded)
+DEFAULT_OPS = tuple(op for op in ("add2", "elu") if (ROOT / "kernels" / op / "op.py").is_file())
+
+
+class BuildFailed(RuntimeError):
+    def __init__(self, way, log):
+        self.way, self.log = way, log
+        super().__init__(f"the {way} build failed; the end of its output:\n{log[-4000:]}")
+
+
+@dataclass
+class Built:
+    """One build: how long it took, the library of each op, and what a child process needs to use them."""
+    way: str
+    cuda: bool
+    seconds: float  # wall clock of the build, cold
+    libraries: dict  # op -> Path of its shared library
+    env: dict = field(default_factory=dict)  # for a child: LABKIT_PREBUILT (and PYTHONPATH) so tests use these ops
+    log: str = ""
+    rebuild_seconds: float = None  # after a one-line kernel edit, if measured
+    src: Path = None  # the checkout it was built from
+
+
+def checkout(dst, ops=DEFAULT_OPS):
+    """Copy what a build needs into dst: loader.py, kit/, aot/, cmake/ and kernels/ (common/ and `ops`)."""
+    dst = Path(dst)
+    ignore = shutil.ignore_patterns("__pycache__", "build", "*.egg-info", ".ipynb_checkpoints")
+    dst.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(ROOT / "loader.py", dst / "loader.py")
+    for folder in ("kit", "aot", "cmake"):
+        shutil.copytree(ROOT / folder, dst / folder, ignore=ignore, dirs_exist_ok=True)
+    for op in ("common", *ops):
+        shutil.copytree(ROOT / "kernels" / op, dst / "kernels" / op, ignore=ignore, dirs_exist_ok=True)
+    return dst
+
+
+def op_flags(kernels, op):
+    """An op.py's CXX_FLAGS and CUDA_FLAGS, read without defining its schemas (aot/setup.py and CMake need them)."""
+    spec = importlib.util.spec_from_file_location(f"labkit_flags_{op}", Path(kernels) / op / "op.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return list(getattr(mod, "CXX_FLAGS", [])), list(getattr(mod, "CUDA_FLAGS", []))
+
+
+def cuda_arch_list():
+    """TORCH_CUDA_ARCH_LIST for a CUDA build: as set, else the visible GPUs' (the JIT default), else 9.0 (H100/H200),
+    which makes a machine without a GPU compile-check the .cu files for one architecture, not a dozen."""
+    if os.environ.get("TORCH_CUDA_ARCH_LIST"):
+        return os.environ["TORCH_CUDA_ARCH_LIST"]
+    if torch.cuda.is_available():
+        caps = {torch.cuda.get_device_capability(i) for i in range(torch.cuda.device_count())}
+        return ";".join(f"{major}.{minor}" for major, minor in sorted(caps))
+    return "9.0"
+
+
+def _env(cuda):
+    return {"LABKIT_CUDA": "1" if cuda else "0", **({"TORCH_CUDA_ARCH_LIST": cuda_arch_list()} if cuda else {})}
+
+
+def touch_kernel(kernels, op, cuda):
+    """A one-line kernel edit: a comment appended to the op's .cu (CUDA build) or CPU kernel file. Returns the file."""
+    path = Path(kernels) / op / (f"{op}.cu" if cuda else f"{op}_cpu.cpp")
+    with open(path, "a") as f:
+        f.write("// edited, to time a rebuild\n")
+    st = path.stat()  # a new mtime even on a file system with coarse timestamps
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
+    return path
+
+
+def _run(way, cmd, env=None, cwd=None):
+    t0 = time.perf_counter()
+    r = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **(env or {})}, cwd=cwd, timeout=1800)
+    seconds = time.perf_counter() - t0
+    log = f"$ {' '.join(map(str, cmd))}\n{r.stdout}{r.stderr}"
+    if r.returncode:
+        raise BuildFailed(way, log)
+    return seconds, log
+
+
+# -- JIT --------------------------------------------------------------------------------------------------------------
+
+_JIT_CHILD = """
+import time
+from pathlib import Path
+from kit.builds import touch_kernel
+from loader import Ops
+lab = Ops({kernels!r}, build_dir={build!r})
+t0 = time.perf_counter()
+for op in {ops!r}:
+    getattr(lab, op).refresh()
+cold = time.perf_counter() - t0
+rebuild = None
+if {edit!r}:
+    touch_kernel({kernels!r}, {edit!r}, {cuda!r})
+    t0 = time.perf_counter()
+    getattr(lab, {edit!r}).refresh()
+    rebuild = time.perf_counter() - t0
+report({{"cold": cold, "rebuild": rebuild, "libraries": {{op: str(getattr(lab, op)._so) for op in {ops!r}}}}})
+"""
+
+
+def build_jit(src, ops, cuda, edit=None):
+    """The loader's build, timed inside one Python process (as a student meets it: the first call of a running kernel,
+    then the call after an edit, with no restart). edit: the op whose kernel to edit, to time the rebuild."""
+    code = _JIT_CHILD.format(kernels=str(src / "kernels"), build=str(src / "jit-build"), ops=tuple(ops), edit=edit,
+                             cuda=cuda)
+    r = run_isolated(code, env=_env(cuda), timeout=1800)
+    if r.result is None:
+        raise BuildFailed("jit", r.stdout + r.stderr)
+    return Built("jit", cuda, r.result["cold"], {op: Path(p) for op, p in r.result["libraries"].items()}, {},
+                 r.stdout, r.result["rebuild"], src)
+
+
+# -- AOT: setuptools, pip ---------------------------------------------------------------------------------------------
+
+def build_aot(src, ops, cuda):
+    """`pip install` of src/aot into src/site (--target), from the copy's kernels/. Timed: the whole pip command."""
+    site = src / "site"
+    cmd = [sys.executable, "-m", "pip", "install", "--no-build-isolation", "--no-deps", "--no-index", "--no-cache-dir",
+           "--upgrade", "--target", str(site), str(src / "aot")]
+    seconds, log = _run("aot", cmd, env={**_env(cuda), "LABKIT_OPS": ",".join(ops)}, cwd=src)
+    libraries = {p.name[1:].split(".")[0]: p for p in sorted((site / "labkit_aot").glob("_*.so"))}
+    return Built("aot", cuda, seconds, libraries, {"LABKIT_PREBUILT": "labkit_aot", "PYTHONPATH": str(site)}, log,
+                 src=src)
+
+
+# -- CMake ------------------------------------------------------------------------------------------------------------
+
+def _program(name):
+    """A build program on PATH or beside this Python (pip's cmake and ninja packages put them there)."""
+    found = shutil.which(name) or shutil.which(name, path=str(Path(sys.executable).parent))
+    if not found:
+        raise FileNotFoundError(f"{name} not found (install it, or `pip install {name}`)")
+    return found
+
+
+def build_cmake(src, ops, cuda):
+    """cmake configure + build of src/cmake into src/cmake-build. Timed: both commands."""
+    build_dir = src / "cmake-build"
+    cxx = safe_cxx()[0] or "c++"
+    cxx = shutil.which(cxx) or cxx
+    configure = [_program("cmake"), "-S", str(src / "cmake"), "-B", str(build_dir), "-DCMAKE_BUILD_TYPE=Release",
+                 f"-DCMAKE_PREFIX_PATH={torch.utils.cmake_prefix_path}", f"-DLABKIT_OPS={';'.join(ops)}",
+                 f"-DLABKIT_CUDA={'ON' if cuda else 'OFF'}", f"-DCMAKE_CXX_COMPILER={cxx}"]
+    try:
+        configure += ["-G", "Ninja", f"-DCMAKE_MAKE_PROGRAM={_program('ninja')}"]
+    except FileNotFoundError:
+        pass  # CMake's default generator (make) works too
+    for op in ops:
+        cxx_flags, cuda_flags = op_flags(src / "kernels", op)
+        configure += [f"-DLABKIT_FLAGS_{op}_CXX={';'.join(cxx_flags)}", f"-DLABKIT_FLAGS_{op}_CUDA={';'.join(cuda_flags)}"]
+    if cuda:
+        home = loader.cpp_extension().CUDA_HOME
+        configure += [f"-DCMAKE_CUDA_COMPILER={home}/bin/nvcc", f"-DCUDA_TOOLKIT_ROOT_DIR={home}",
+                      f"-DCMAKE_CUDA_HOST_COMPILER={cxx}"]
+    jobs = ["-j", os.environ["MAX_JOBS"]] if os.environ.get("MAX_JOBS", "").isdigit() else []
+    t1, log1 = _run("cmake", configure, env=_env(cuda))
+    t2, log2 = _run("cmake", [_program("cmake"), "--build", str(build_dir), *jobs], env=_env(cuda))
+    libraries = {p.name[len("liblabkit_"):].split(".")[0]: p for p in sorted(build_dir.glob("liblabkit_*.so"))}
+    return Built("cmake", cuda, t1 + t2, libraries, {"LABKIT_PREBUILT": str(build_dir)}, log1 + log2, src=src)
+
+
+def rebuild_cmake(built, op, cuda_file=None):
+    """cmake --build after a one-line kernel edit (of the .cu in a CUDA build, else the CPU kernel; cuda_file=False:
+    the CPU kernel anyway): ninja recompiles that file and relinks its library. Returns the seconds."""
+    src = built.src
+    touch_kernel(src / "kernels", op, built.cuda if cuda_file is None else cuda_file)
+    jobs = ["-j", os.environ["MAX_JOBS"]] if os.environ.get("MAX_JOBS", "").isdigit() else []
+    seconds, _ = _run("cmake", [_program("cmake"), "--build", str(src / "cmake-build"), *jobs], env=_env(built.cuda))
+    return seconds
+
+
+def build(way, src, ops=DEFAULT_OPS, cuda=False):
+    """Build `ops` of the checkout `src` one way; returns a Built."""
+    src = Path(src)
+    if way == "jit":
+        return build_jit(src, ops, cuda)
+    if way == "aot":
+        return build_aot(src, ops, cuda)
+    if way == "cmake":
+        return build_cmake(src, ops, cuda)
+    raise ValueError(f"way must be one of {WAYS}, got {way!r}")
+
+
+# -- the table --------------------------------------------------------------------------------------------------------
+
+NEEDS = {
+    "jit": "the sources; every user's machine needs a C++ compiler, ninja and torch's headers (nvcc for CUDA); "
+           "compiles at the first call, for exactly that torch and those GPUs; an edit shows in the running Python",
+    "aot": "a wheel (one per torch version, CUDA version, Python and platform: setup.py pins torch==); installs "
+           "with no compiler; an edit means pip install again and a restart of Python",
+    "cmake": "a plain shared library, for Python (torch.ops.load_library) or a C++ program linked with libtorch "
+             "of the same version; no Python needed to build it; an edit means cmake --build and a restart",
+}
+
+
+def measure(cuda=None, op="add2", folder=None):
+    """Build `op` each way from a fresh checkout, time the cold build and the rebuild after a one-line kernel edit,
+    and describe what each produces. Returns one dict per way. Takes about a minute for add2 on 2 cores (CPU)."""
+    cuda = loader.cuda_build_wanted() if cuda is None else cuda
+    folder = Path(folder or tempfile.mkdtemp(prefix="labkit-builds-"))
+    rows = []
+    for way in WAYS:
+        src = checkout(folder / way, (op,))
+        if way == "jit":
+            built = build_jit(src, (op,), cuda, edit=op)
+        else:
+            built = build(way, src, (op,), cuda)
+            if way == "aot":
+                touch_kernel(src / "kernels", op, cuda)
+                built.rebuild_seconds = build_aot(src, (op,), cuda).seconds
+            else:
+                built.rebuild_seconds = rebuild_cmake(built, op)
+        so = built.libraries[op]
+        torch_libs = [n for n in elf_needed(so) or [] if n.startswith(("libtorch", "libc10", "libcudart"))]
+        rows.append({"way": way, "cuda": cuda, "build_s": round(built.seconds, 1),
+                     "rebuild_s": round(built.rebuild_seconds, 2), "library": so.name,
+                     "library_kib": round(so.stat().st_size / 1024), "links": torch_libs, "needs": NEEDS[way]})
+    shutil.rmtree(folder, ignore_errors=True)
+    return rows
+
+
+def table(rows):
+    """The rows of measure() as a markdown table."""
+    names = {"jit": "JIT: `loader` (`cpp_extension.load`)", "aot": "AOT: `pip install ./aot` (setuptools)",
+             "cmake": "CMake against libtorch"}
+    lines = ["| way | build, cold | rebuild after a one-line kernel edit | what you get | what it needs, where it runs |",
+             "| --- | --- | --- | --- | --- |"]
+    for r in rows:
+        lines.append(f"| {names[r['way']]} | {r['build_s']} s | {r['rebuild_s']} s | `{r['library']}`, "
+                     f"{r['library_kib']} KiB, linked to {', '.join(r['links'])} | {r['needs']} |")
+    return "\n".join(lines)
+
+
+def show_table(rows):
+    text = table(rows)
+    try:
+        from IPython.display import Markdown, display
+
+        display(Markdown(text))
+    except ImportError:
+        print(text)

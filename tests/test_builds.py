@@ -1,0 +1,108 @@
+"""The ahead-of-time package (aot/) and the CMake libraries (cmake/) build from the same kernels/<op>/ files as the JIT
+loader and pass the same op tests: tests/test_<op>.py, run by a child pytest whose `ops` are the prebuilt ones
+(conftest.py, LABKIT_PREBUILT). Each build goes to a tmp folder, in child processes: this process holds the JIT
+loader's ops, and a second library for labkit::add2 loaded here would replace their kernels.
+CPU-only builds everywhere; CUDA builds where there is a GPU (and, compiled only, where there is nvcc but no GPU)."""
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+from conftest import HAS_CUDA, ROOT
+
+from kit import builds
+from kit.debugging import can_compile_cuda, resource_usage, tool
+from kit.toolchain import elf_needed
+
+OPS = builds.DEFAULT_OPS
+OP_TESTS = [str(ROOT / "tests" / f"test_{op}.py") for op in OPS]
+
+
+@pytest.fixture(scope="module", params=[
+    ("aot", False), ("cmake", False),
+    pytest.param(("aot", True), marks=pytest.mark.cuda), pytest.param(("cmake", True), marks=pytest.mark.cuda)],
+    ids=lambda p: f"{p[0]}-{'cuda' if p[1] else 'cpu'}")
+def built(request, tmp_path_factory):
+    way, cuda = request.param
+    src = builds.checkout(tmp_path_factory.mktemp(f"{way}-{'cuda' if cuda else 'cpu'}"), OPS)
+    return builds.build(way, src, OPS, cuda)
+
+
+def _pytest_child(built, *args):
+    env = {**os.environ, **built.env, "PYTHONPATH": os.pathsep.join(filter(None, [built.env.get("PYTHONPATH"),
+                                                                              str(ROOT)]))}
+    if not built.cuda:  # a CPU-only build has no CUDA kernels: the child sees no GPU, so its CUDA tests skip
+        env["CUDA_VISIBLE_DEVICES"] = ""
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-x", *args], env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=3600)
+
+
+def test_each_op_has_its_own_library(built):
+    assert set(built.libraries) == set(OPS), built.log[-3000:]
+    for op, so in built.libraries.items():
+        needed = elf_needed(so)
+        assert "libtorch_cpu.so" in needed and "libc10.so" in needed
+        assert ("libcudart.so.13" in needed or any(n.startswith("libcudart") for n in needed)) == built.cuda
+        assert not any(n.startswith("libpython") for n in needed), "the op libraries must not need Python"
+
+
+def test_prebuilt_ops_pass_the_op_tests(built):
+    """The JIT build's own op tests (against a + b, F.elu, aten.elu_backward), run on the prebuilt libraries."""
+    r = _pytest_child(built, *OP_TESTS)
+    summary = r.stdout.strip().splitlines()[-1] if r.stdout.strip() else ""
+    assert r.returncode == 0, r.stdout[-6000:] + r.stderr[-3000:]
+    # the child really ran on this build's libraries (its header names them), and ran tests
+    assert f"labkit ops: prebuilt, from {built.libraries[OPS[0]]}" in r.stdout, r.stdout[:2000]
+    assert " passed" in summary and "failed" not in summary, summary
+    if built.cuda:
+        assert "needs a CUDA GPU" not in r.stdout, "the CUDA tests were skipped in a CUDA build's run"
+
+
+def test_the_package_works_without_the_repository(built, tmp_path):
+    """An installed labkit_aot needs torch and nothing of the kit (the CMake libraries are loaded with the kit's
+    op.py files, by kit/prebuilt.py, in the op tests above)."""
+    if built.way != "aot":
+        pytest.skip("only the AOT package is meant to stand alone")
+    code = ("import sys, torch; from labkit_aot import ops; a = torch.randn(1000); "
+            "assert torch.equal(ops.add2(a, a), a + a); "
+            "assert not [m for m in sys.modules if m == 'loader' or m.startswith('kit')]; print('ok', ops)")
+    env = {**os.environ, "PYTHONPATH": built.env["PYTHONPATH"]}
+    if not built.cuda:
+        env["CUDA_VISIBLE_DEVICES"] = ""
+    r = subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and "ok <prebuilt ops" in r.stdout, r.stdout + r.stderr
+
+
+def test_a_kernel_edit_recompiles_that_file_only(built):
+    """After a one-line edit of a CPU kernel file, ninja recompiles that file (and links): not the binding, whose
+    torch headers cost seconds."""
+    op = OPS[0]
+    log = (next(built.src.glob("aot/build/temp.*/.ninja_log")) if built.way == "aot"
+           else built.src / "cmake-build" / ".ninja_log")
+    before = len(log.read_text().splitlines())
+    if built.way == "aot":
+        builds.touch_kernel(built.src / "kernels", op, cuda=False)
+        again = builds.build_aot(built.src, OPS, built.cuda)
+        assert set(again.libraries) == set(OPS)
+    else:
+        builds.rebuild_cmake(built, op, cuda_file=False)
+    new = [ln.split("\t")[3] for ln in log.read_text().splitlines()[before:] if ln.count("\t") >= 4]
+    objects = [o for o in new if o.endswith(".o")]
+    assert objects and all(o.split("/")[-1].startswith(f"{op}_cpu.") for o in objects), new
+
+
+@pytest.mark.skipif(HAS_CUDA, reason="the CUDA builds are tested in full where there is a GPU")
+@pytest.mark.skipif(can_compile_cuda() is not None, reason=f"cannot compile CUDA here: {can_compile_cuda()}")
+@pytest.mark.parametrize("way", ["aot", "cmake"])
+def test_cuda_builds_compile_without_a_gpu(way, tmp_path, monkeypatch):
+    """Where there is nvcc but no GPU, the CUDA configurations still compile (for sm_90) and link against CUDA: what
+    the GPU machine will build, checked before it runs there."""
+    monkeypatch.setenv("TORCH_CUDA_ARCH_LIST", os.environ.get("TORCH_CUDA_ARCH_LIST") or "9.0")
+    src = builds.checkout(tmp_path, ("add2",))
+    built = builds.build(way, src, ("add2",), cuda=True)
+    so = built.libraries["add2"]
+    assert any(n.startswith("libcudart") for n in elf_needed(so))
+    if tool("cuobjdump"):
+        kernels = {row["kernel"].split("(")[0] for row in resource_usage(so)}
+        assert {"add2_kernel", "add2_vec_kernel<float>", "add2_scalar_kernel<float>"} <= kernels, kernels
