@@ -31,6 +31,12 @@ doctor: $(ENV_READY) ## Check torch, CUDA toolkit, compiler, GPUs and the build 
 bench: $(ENV_READY) ## Benchmark every op against PyTorch and a copy (GPU); writes results/ with device and date
 	$(PY) bench/run.py $(BENCH_ARGS)
 
+aot: $(ENV_READY) ## Build the ops ahead of time and pip-install them into this environment (import labkit_aot)
+	$(PY) -m pip install --no-build-isolation --no-deps ./aot
+
+cmake: $(ENV_READY) ## Build the ops with CMake against libtorch, one liblabkit_<op>.so each, into .build/cmake
+	$(PY) -m kit.builds cmake
+
 strip: $(ENV_READY) ## Strip outputs from the notebooks before committing them
 	$(PY) -m kit.nbstrip notebooks/*.ipynb
 
@@ -51,4 +57,4 @@ $(VENV)/.installed: requirements.txt
 	$(VENV)/bin/python -m pip install -q -r requirements.txt
 	touch $@
 
-.PHONY: lab test doctor bench strip clean distclean help
+.PHONY: lab test doctor bench aot cmake strip clean distclean help

@@ -159,9 +159,9 @@ def _program(name):
     return found
 
 
-def build_cmake(src, ops, cuda):
-    """cmake configure + build of src/cmake into src/cmake-build. Timed: both commands."""
-    build_dir = src / "cmake-build"
+def build_cmake(src, ops, cuda, build_dir=None):
+    """cmake configure + build of src/cmake into build_dir (default src/cmake-build). Timed: both commands."""
+    build_dir = Path(build_dir or src / "cmake-build")
     cxx = safe_cxx()[0] or "c++"
     cxx = shutil.which(cxx) or cxx
     configure = [_program("cmake"), "-S", str(src / "cmake"), "-B", str(build_dir), "-DCMAKE_BUILD_TYPE=Release",
@@ -191,7 +191,8 @@ def rebuild_cmake(built, op, cuda_file=None):
     src = built.src
     touch_kernel(src / "kernels", op, built.cuda if cuda_file is None else cuda_file)
     jobs = ["-j", os.environ["MAX_JOBS"]] if os.environ.get("MAX_JOBS", "").isdigit() else []
-    seconds, _ = _run("cmake", [_program("cmake"), "--build", str(src / "cmake-build"), *jobs], env=_env(built.cuda))
+    build_dir = Path(built.env["LABKIT_PREBUILT"])
+    seconds, _ = _run("cmake", [_program("cmake"), "--build", str(build_dir), *jobs], env=_env(built.cuda))
     return seconds
 
 
@@ -265,3 +266,28 @@ def show_table(rows):
         display(Markdown(text))
     except ImportError:
         print(text)
+
+
+def excerpt(path, first, last):
+    """The lines of a file from the first containing `first` to the next containing `last`, for showing in a notebook."""
+    lines = (ROOT / path).read_text().splitlines()
+    start = next(i for i, ln in enumerate(lines) if first in ln)
+    end = next(i for i in range(start, len(lines)) if last in lines[i])
+    return f"# {path}, lines {start + 1}-{end + 1}\n" + "\n".join(lines[start:end + 1])
+
+
+if __name__ == "__main__":
+    # `make cmake`: the ops built with CMake into .build/cmake; `python -m kit.builds table`: the measurements
+    if sys.argv[1:] == ["cmake"]:
+        cuda = loader.cuda_build_wanted()
+        built = build_cmake(ROOT, DEFAULT_OPS, cuda, build_dir=loader.build_root() / "cmake")
+        print(f"built {', '.join(DEFAULT_OPS)} for {'CUDA and CPU' if cuda else 'CPU'} in {built.seconds:.1f} s:")
+        for op, so in built.libraries.items():
+            print(f"  {so}")
+        print(f"load them: from kit.prebuilt import Prebuilt; ops = Prebuilt.from_cmake({str(built.env['LABKIT_PREBUILT'])!r}, "
+              f"'kernels')")
+    elif sys.argv[1:] == ["table"]:
+        print(table(measure()))
+    else:
+        print("usage: python -m kit.builds cmake|table", file=sys.stderr)
+        sys.exit(2)

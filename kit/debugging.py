@@ -118,9 +118,10 @@ def where(mark):
 # Each step prints its name first, so that the child's output says which statement was running when it failed,
 # even when it dies of a signal. The third statement is the first that waits for the device.
 STEPS = {
-    "launch": "ops.debug_lab('oob_write', y, count={count})",
-    "next call": "z = torch.ones(8, device='{device}') * 2",
+    "launch": "ops.debug_lab('oob_write', y, count=...)",
+    "next call": "z = torch.ones(8, device=...) * 2",
     "wait": "z.sum().item()",
+    "done": "(all three ran)",
 }
 
 _OOB_CHILD = """
@@ -536,6 +537,56 @@ def _printf_in_process():
 
 def _sanitized(r, lines):
     return {"returncode": r.returncode, "lines": lines[:40], "stderr_tail": r.stderr[-1500:]}
+
+
+def show_recorded(case):
+    """Print what the newest GPU recording says for one case, labelled with its machine and date; return it (or None
+    where no recording ships, which it says)."""
+    rec = recorded()
+    if rec is None:
+        print("No GPU recording ships with this copy of the kit yet (results/*/debug.json). On a GPU machine, "
+              "`python -m kit.record_debug` makes one.")
+        return None
+    print(f"[recorded on {rec['gpu']}, {rec['date']}, torch {rec['torch']}: {rec['file']}]")
+    value = rec["cases"].get(case)
+    if value is None:
+        print(f"  this recording has no case {case!r}")
+    elif isinstance(value, dict) and "failed" in value:
+        print(f"  the case failed when recorded: {value['failed']}")
+    else:
+        print(format_case(value))
+    return value
+
+
+def format_case(value):
+    """A recorded case as text: sanitizer lines, printed text, a child's verdict, or a list of rows as a table."""
+    if isinstance(value, list):
+        if not value:
+            return "  (no rows)"
+        keys = list(value[0])
+        widths = {k: max(len(str(k)), *(len(str(r.get(k))) for r in value)) for k in keys}
+        lines = ["  ".join(str(k).ljust(widths[k]) for k in keys)]
+        lines += ["  ".join(str(r.get(k)).ljust(widths[k]) for k in keys) for r in value]
+        return "\n".join(lines)
+    if "lines" in value:
+        return "\n".join(value["lines"])
+    if "text" in value:
+        return value["text"].rstrip()
+    if "verdict" in value:
+        out = [f"verdict: {value['verdict']}"]
+        if value.get("step"):
+            out.append(f"last statement started: {STEPS.get(value['step'], value['step'])}")
+        result = value.get("result") or {}
+        if result.get("error"):
+            out.append("error: " + result["error"].strip()[:700])
+            if result.get("sticky") is not None:
+                out.append(f"the GPU unusable by that process afterwards: {result['sticky']}")
+        elif result:
+            out.append(f"result: {result}")
+        if value.get("stdout_tail", "").strip() and not result.get("error"):
+            out.append("stdout:\n" + value["stdout_tail"].strip())
+        return "\n".join(out)
+    return json.dumps(value, indent=1)
 
 
 def recorded():

@@ -3,13 +3,13 @@
 # benchmark and the recorded timing lesson. Results go to results/<date>-<gpu>/ (committed: device, date,
 # numbers) and, on the device tool's machine, into $OUT as one tarball.
 #
-#   bash scripts/gpu_session.sh [doctor] [loader] [tests] [bench] [timing]     (no argument: all of them)
+#   bash scripts/gpu_session.sh [doctor] [loader] [tests] [bench] [timing] [debug]     (no argument: all of them)
 #
 # Uses the machine's own python3 (PY=... to change); Jupyter packages may come as wheels in .whl/.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-python3}
-STEPS=${*:-doctor loader tests bench timing}
+STEPS=${*:-doctor loader tests bench timing debug}
 export PYTHONUNBUFFERED=1
 if compgen -G ".whl/*.whl" > /dev/null; then
     $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
@@ -31,6 +31,7 @@ for step in $STEPS; do
                 grep -E "passed|failed|error" "$R/pytest.log" | tail -n 3; grep -E "^(FAILED|ERROR)" "$R/pytest.log" | head -n 20 ;;
         bench)  if [ -f bench/run.py ]; then $PY bench/run.py > "$R/bench.log" 2>&1 || rc=1; tail -n 25 "$R/bench.log"; fi ;;
         timing) if [ -f kit/record_timing.py ]; then $PY -m kit.record_timing > "$R/timing.log" 2>&1 || rc=1; tail -n 10 "$R/timing.log"; fi ;;
+        debug)  $PY -m kit.record_debug > "$R/debug.log" 2>&1 || rc=1; grep -E "^(--|wrote)" "$R/debug.log" | cut -c1-160 ;;
         *) echo "unknown step $step"; rc=2 ;;
     esac
     echo "-- $step: $(( $(date +%s) - t0 )) s"
