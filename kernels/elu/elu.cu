@@ -26,7 +26,8 @@
 //   is 0.36 ms, so the arithmetic is the limit (PyTorch's 16-bit ELU: ~2.6 TB/s against a 4.2 TB/s
 //   copy). Version 4 uses expm1_short (elu.h) for them: 17 instructions, ~0.2 ms, memory-bound again.
 // - float64: twice the bytes, 1 ms; H200's double units keep up with the ~20 double ops of expm1.
-// No --use_fast_math: its __expf is off by thousands of ulps near 0, and ELU must match F.elu.
+// No --use_fast_math (the seed built with it): it turns expf into __expf, whose error near 0, once 1 is
+// subtracted, is thousands of ulps, and it flushes subnormals to 0. ELU must match F.elu.
 #include <type_traits>
 
 #include "cuda_types.cuh"
