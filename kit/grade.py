@@ -418,11 +418,22 @@ def _load(ops, name, report):
     return None
 
 
+_ops_cache = {}
+
+
+def _ops_for(kernels_dir):
+    """One Ops per kit folder for the whole process: the kit's own `ops`, or one building into <kit>/.build."""
+    if kernels_dir == loader.KERNELS:
+        return loader.ops
+    if kernels_dir not in _ops_cache:
+        _ops_cache[kernels_dir] = loader.Ops(kernels_dir, build_dir=kernels_dir.parent / ".build")
+    return _ops_cache[kernels_dir]
+
+
 def check(*names, kernels_dir=None, quiet=False):
     """Grade exercises (all if none named) and print a report for each; returns the reports."""
     kernels_dir = Path(kernels_dir or loader.KERNELS).resolve()
-    build = None if kernels_dir == loader.KERNELS else kernels_dir.parent / ".build"
-    ops = loader.ops if build is None else loader.Ops(kernels_dir, build_dir=build)
+    ops = _ops_for(kernels_dir)
     reports = []
     for name in names or EXERCISES:
         if name not in GRADERS:
