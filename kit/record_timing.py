@@ -18,6 +18,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import traceback
 from contextlib import nullcontext
 from pathlib import Path
 
@@ -132,12 +133,13 @@ def timers(device, n=1 << 24):
     out["ours_no_flush"] = device_time(fn, device=dev, flush_l2=False).to_dict(times=False)
     try:
         import triton.testing
-    except ImportError:
-        out["do_bench"] = None
-    else:
+
         with torch.cuda.device(dev):  # do_bench times on the current GPU
-            q = list(triton.testing.do_bench(fn, quantiles=[0.5, 0.25, 0.75]))
+            q = list(triton.testing.do_bench(fn, quantiles=[0.5, 0.25, 0.75]))  # milliseconds
         out["do_bench"] = {"median": q[0] / 1e3, "q25": q[1] / 1e3, "q75": q[2] / 1e3}
+    except Exception as e:  # no Triton, or one that does not run here: the comparison goes without it
+        print(f"[timers: triton.testing.do_bench unavailable: {type(e).__name__}: {e}]")
+        out["do_bench"] = None
     return out
 
 
@@ -253,8 +255,8 @@ def result(name, measure):
         return data
     data, path = latest(RECORD)
     if data is None or data.get(name) is None:
-        print(f"[{name}: needs a CUDA GPU, and no recorded GPU result is shipped with the kit yet. "
-              f"On a GPU machine, `python -m kit.record_timing` records one into results/<date>-<gpu>/{RECORD}.]")
+        print(f"[skipped: {name} needs a CUDA GPU, and no recorded GPU result is shipped with the kit yet "
+              f"(`python -m kit.record_timing` on a GPU machine records one)]")
         return None
     print(f"[{name}: {_label(data, path)}; this machine has no GPU]")
     return data[name]
@@ -268,8 +270,8 @@ def bench_result(measure):
         return data
     data, path = latest("bench.json")
     if data is None:
-        print("[bandwidth: needs a CUDA GPU, and no recorded GPU benchmark is shipped with the kit yet. On a GPU "
-              "machine, `make bench` records one into results/<date>-<gpu>/bench.json.]")
+        print("[skipped: the bandwidth sweep needs a CUDA GPU, and no recorded GPU benchmark is shipped with the kit "
+              "yet (`make bench` on a GPU machine records one into results/<date>-<gpu>/bench.json)]")
         return None
     rows = [r for r in data["rows"] if r["op"] == "add2" and r["pass"] == "forward" and r["dtype"] == "float32"]
     print(f"[bandwidth: {_label(data, path)}; this machine has no GPU]")
@@ -294,7 +296,7 @@ def plot_four_cases(r, ax=None, title=None):
     ax.bar(range(4), medians, color=["#55a868", "#c44e52", "#4c72b0", "#c44e52"], label="median")
     ax.scatter(range(4), [r["cases"][m][0] * 1e6 for m in modes], color="black", zorder=3, label="first timed call")
     for i, v in enumerate(medians):
-        ax.text(i, v, f"{v:.3g}", ha="center", va="bottom", fontsize=8)
+        ax.text(i, v, timing.fmt_time(v / 1e6), ha="center", va="bottom", fontsize=8)
     ax.set_xticks(range(4))
     ax.set_xticklabels(["sync before\nand after", "sync before\nonly", "sync after\nonly", "no sync"])
     ax.set_yscale("log")
@@ -327,7 +329,7 @@ def draw_four_timelines(r, title=None):
 
     fig, axes = plt.subplots(4, 1, figsize=(11, 9))
     for ax, mode in zip(axes, SYNC_MODES):
-        timing.draw_timeline(r["cases"][mode], ax=ax, title=f"{mode}: {SYNC_MODES[mode]}")
+        timing.draw_timeline(r["cases"][mode], ax=ax, title=mode)
     if title:
         fig.suptitle(title, fontsize=11)
     fig.tight_layout()
@@ -346,8 +348,8 @@ def plot_timings(named, ax=None, title=None):
     err = [[(named[k]["median"] - named[k]["q25"]) * 1e6 for k in labels],
            [(named[k]["q75"] - named[k]["median"]) * 1e6 for k in labels]]
     ax.barh(range(len(labels)), med, xerr=err, color="#4c72b0", capsize=3)
-    for i, v in enumerate(med):
-        ax.text(v, i, f" {v:.3g}", va="center", fontsize=8)
+    for i, (v, high) in enumerate(zip(med, err[1])):
+        ax.text(v + high, i, "  " + timing.fmt_time(v / 1e6), va="center", fontsize=8)
     ax.set_yticks(range(len(labels)))
     ax.set_yticklabels(labels)
     ax.invert_yaxis()
@@ -397,42 +399,56 @@ def record(device, quick=False, log=print):
     ]
     rec = {"device": device_name(dev), "kind": dev.type, "torch": torch.__version__, "cuda": torch.version.cuda,
            "date": datetime.date.today().isoformat()}
+    rec["errors"] = {}
     for name, measure in steps:
         t0 = time.perf_counter()
-        rec[name] = json.loads(json.dumps(measure())) if measure else None
-        log(f"  {name}: {'done' if measure else 'needs a GPU: skipped'} ({time.perf_counter() - t0:.1f} s)")
+        rec[name], status = None, "needs a GPU: skipped"
+        if measure:
+            try:  # one experiment that fails costs its own result only, not the whole record
+                rec[name], status = json.loads(json.dumps(measure())), "done"
+            except Exception:
+                rec["errors"][name] = traceback.format_exc()
+                status = f"FAILED:\n{rec['errors'][name]}"
+        log(f"  {name}: {status} ({time.perf_counter() - t0:.1f} s)")
     return rec
 
 
 def summary(rec):
-    """The headline numbers of a record, one per line."""
+    """The headline numbers of a record, one per line (experiments that did not run are left out)."""
     us = lambda s: f"{s * 1e6:.3g} us"  # noqa: E731
+    p2 = lambda n: f"2^{n.bit_length() - 1}"  # noqa: E731
     lines = [f"{rec['device']}, {rec['date']}, torch {rec['torch']}"]
-    a = rec["async_launch"]
-    lines.append(f"async launch, n=2^{a['n'].bit_length() - 1}: launch returns after {us(median(a['launch']))}, "
-                 f"result after {us(median(a['done']))}")
-    f = rec["four_cases"]
-    lines.append(f"four cases, n=2^{f['n'].bit_length() - 1} (median / first): " + ", ".join(
-        f"{m} {us(median(f['cases'][m]))} / {us(f['cases'][m][0])}" for m in SYNC_MODES))
-    for run in rec["first_iteration"]["runs"]:
-        lines.append(f"sync after only, n=2^{run['n'].bit_length() - 1}: first timed call {us(run['times'][0])}, "
+    if rec.get("async_launch"):
+        a = rec["async_launch"]
+        lines.append(f"async launch, n={p2(a['n'])}: the call returns after {us(median(a['launch']))}, "
+                     f"the result is there after {us(median(a['done']))}")
+    if rec.get("four_cases"):
+        f = rec["four_cases"]
+        lines.append(f"four cases, n={p2(f['n'])} (median / first call): " + ", ".join(
+            f"{m} {us(median(f['cases'][m]))} / {us(f['cases'][m][0])}" for m in SYNC_MODES))
+    for run in (rec.get("first_iteration") or {}).get("runs", []):
+        lines.append(f"sync after only, n={p2(run['n'])}: first timed call {us(run['times'][0])}, "
                      f"median {us(median(run['times']))}")
-    for mode, spans in rec["timelines"]["cases"].items():
+    for mode, spans in (rec.get("timelines") or {}).get("cases", {}).items():
         lines.append(f"timeline {mode}: kernels inside each timed call {timing.kernels_inside(spans)}")
     e = rec.get("events_vs_kernel")
-    if e:
-        lines.append(f"events back to back, n=2^{e['n'].bit_length() - 1}: {us(median(e['back_to_back']))}; kernel "
+    if e and e["kernel"]:
+        lines.append(f"event pairs back to back, n={p2(e['n'])}: {us(median(e['back_to_back']))}; the kernel "
                      f"(profiler) {us(median(e['kernel']))}; device_time {us(e['device_time']['median'])}")
-    t = rec["timers"]
-    lines.append(f"timers, n=2^{t['n'].bit_length() - 1}: " + ", ".join(
-        f"{k} {us(t[k]['median'])}" for k in ("host", "torch_timer", "ours", "ours_no_flush", "do_bench") if t.get(k)))
+    t = rec.get("timers")
+    if t:
+        lines.append(f"timers, n={p2(t['n'])}: " + ", ".join(
+            f"{k} {us(t[k]['median'])}" for k in ("host", "torch_timer", "ours", "ours_no_flush", "do_bench")
+            if t.get(k)))
     c = rec.get("cache_effect")
     if c:
-        lines.append("flush / no flush GB/s: " + ", ".join(
-            f"2^{row['n'].bit_length() - 1} {timing.gbps(row['nbytes'], row['flush']['median']):.0f}/"
+        lines.append("GB/s with flush / without: " + ", ".join(
+            f"{p2(row['n'])} {timing.gbps(row['nbytes'], row['flush']['median']):.0f}/"
             f"{timing.gbps(row['nbytes'], row['no_flush']['median']):.0f}" for row in c["rows"]))
-    lines.append("cold start (first, second, third call): " + "; ".join(
-        f"{k} " + ", ".join(us(x) for x in v) for k, v in rec["cold_start"].items()))
+    if rec.get("cold_start"):
+        lines.append("cold start (first, second, third call): " + "; ".join(
+            f"{k} " + ", ".join(us(x) for x in v) for k, v in rec["cold_start"].items()))
+    lines += [f"FAILED: {name} (traceback in {RECORD})" for name in rec.get("errors", {})]
     return "\n".join(lines)
 
 
@@ -454,7 +470,7 @@ def main(argv=None):
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / RECORD).write_text(json.dumps(rec) + "\n")
     print(f"\nwrote {out_dir / RECORD}\n\n{summary(rec)}")
-    return 0
+    return 1 if rec["errors"] else 0
 
 
 def _slug(text):

@@ -142,10 +142,14 @@ def default_device():
 
 
 def as_device(device):
-    """torch.device from a device, a string ("cuda:1") or a GPU index (1); None gives default_device()."""
+    """torch.device from a device, a string ("cuda:1") or a GPU index (1); None gives default_device(), and
+    "cuda" the current GPU (where there is one), so that the result always names one device."""
     if device is None:
         return default_device()
-    return torch.device("cuda", device) if isinstance(device, int) else torch.device(device)
+    device = torch.device("cuda", device) if isinstance(device, int) else torch.device(device)
+    if device.type == "cuda" and device.index is None and torch.cuda.is_available():
+        device = torch.device("cuda", torch.cuda.current_device())
+    return device
 
 
 def cuda_device(device=None, what="this"):
@@ -489,14 +493,18 @@ def draw_timeline(spans, ax=None, title=None):
                        facecolors=colors, edgecolor="white", linewidth=0.3)
         if row == "timed (host)":
             for s in mine:
+                if (s[2] - s[1]) < end / 15:  # no room for a label: it would cover its neighbours'
+                    continue
                 text = "warm-up" if s[3] == "warm-up" else fmt_time(s[2] - s[1])
                 ax.text((s[1] + s[2]) / 2 * scale, y, text, ha="center", va="center", fontsize=7, color="black")
     ax.set_yticks(range(len(rows)))
     ax.set_yticklabels(rows)
     ax.set_ylim(len(rows) - 0.5, -0.5)
     ax.set_xlabel(f"time ({unit})")
-    if title:
-        ax.set_title(title, fontsize=10, loc="left")
+    readings = [fmt_time(s[2] - s[1]) for s in spans if s[0] == "timed (host)" and s[3].startswith("timed")]
+    if title or readings:
+        what = f"host clock read {', '.join(readings[:6])}" if readings else ""
+        ax.set_title(f"{title}; {what}" if title and what else title or what, fontsize=10, loc="left")
     return ax
 
 
