@@ -396,6 +396,8 @@ def record(device, quick=False, log=print):
         ("cache_effect", (lambda: cache_effect(dev)) if cuda else None),
         ("spread", lambda: spread(dev, n=1 << (20 if cuda else 12), reps=200 if cuda and not quick else 50)),
         ("cold_start", lambda: cold_start(dev)),
+        ("copy_ceiling", lambda: {"nbytes": 1 << (31 if cuda else 26),
+                                  "gbps": timing.copy_ceiling(dev, 1 << (31 if cuda else 26))}),
     ]
     rec = {"device": device_name(dev), "kind": dev.type, "torch": torch.__version__, "cuda": torch.version.cuda,
            "date": datetime.date.today().isoformat()}
@@ -448,6 +450,9 @@ def summary(rec):
     if rec.get("cold_start"):
         lines.append("cold start (first, second, third call): " + "; ".join(
             f"{k} " + ", ".join(us(x) for x in v) for k, v in rec["cold_start"].items()))
+    if rec.get("copy_ceiling"):
+        lines.append(f"copy ceiling ({rec['copy_ceiling']['nbytes'] / 1e9:.2g} GB moved): "
+                     f"{rec['copy_ceiling']['gbps']:.0f} GB/s")
     lines += [f"FAILED: {name} (traceback in {RECORD})" for name in rec.get("errors", {})]
     return "\n".join(lines)
 

@@ -391,6 +391,14 @@ def time_copy(nbytes, device=None, **benchmark_args):
     return benchmark(lambda: dst.copy_(src), dev, **benchmark_args)
 
 
+def copy_ceiling(device=None, nbytes=None, **benchmark_args):
+    """The machine's memory bandwidth ceiling in GB/s, measured: a copy moving `nbytes` (default 2 GB on a GPU,
+    far past any cache; 256 MB on the CPU), bytes read plus bytes written over the median time."""
+    dev = as_device(device)
+    nbytes = nbytes or (1 << (31 if dev.type == "cuda" else 28))
+    return time_copy(nbytes, dev, **benchmark_args).gbps(2 * max(nbytes // 2, 1))
+
+
 # ----------------------------------------------------------------------------------------------
 # Timelines from torch.profiler
 
