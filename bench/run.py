@@ -111,8 +111,8 @@ def run_modules(paths, bench, log=print):
         log(f"{path.name}:")
         try:
             module = load_module(path)
+            bars += [normalize_bar(bar) for bar in getattr(module, "BARS", [])]  # judged even if run() fails half way
             module.run(bench)
-            bars += [{**bar, "dtype": dtype_name(bar["dtype"])} for bar in getattr(module, "BARS", [])]
         except Exception:
             errors.append({"module": path.name, "error": traceback.format_exc()})
             log(f"  FAILED:\n{traceback.format_exc()}")
@@ -158,6 +158,14 @@ def evaluate_bars(rows, bars, device_type):
         status = "PASS" if worst >= bar["at_least"] else "FAIL"
         results.append((bar, status, f"lowest {worst:.3f} at n={fmt_n(at)} over {len(ratios)} sizes"))
     return results
+
+
+def normalize_bar(bar):
+    """A bar as evaluate_bars reads it: the dtype by name, and "pass" (measure's argument is called pass_)."""
+    bar = {**bar, "dtype": dtype_name(bar["dtype"])}
+    if "pass" not in bar:
+        bar["pass"] = bar.pop("pass_")
+    return bar
 
 
 def bar_text(bar):

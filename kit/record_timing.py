@@ -254,9 +254,13 @@ def result(name, measure):
         print(f"[{name}: measured now on {torch.cuda.get_device_name()}]")
         return data
     data, path = latest(RECORD)
-    if data is None or data.get(name) is None:
+    if data is None:
         print(f"[skipped: {name} needs a CUDA GPU, and no recorded GPU result is shipped with the kit yet "
               f"(`python -m kit.record_timing` on a GPU machine records one)]")
+        return None
+    if data.get(name) is None:
+        print(f"[skipped: {name} needs a CUDA GPU, and the recorded file {path.name} ({data['device']}, "
+              f"{data['date']}) has no {name} result]")
         return None
     print(f"[{name}: {_label(data, path)}; this machine has no GPU]")
     return data[name]

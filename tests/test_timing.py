@@ -345,8 +345,8 @@ FAKE_BENCH = '''
 import time
 import torch
 
-BARS = [{"op": "fake", "pass": "x", "dtype": torch.float32, "min_n": 0, "impl": "ours", "vs": "torch",
-         "at_least": at_least, "device": "cpu"} for at_least in (1.5, 3)]
+BARS = [{"op": "fake", "pass_": "x", "dtype": torch.float32, "min_n": 0, "impl": "ours", "vs": "torch",
+         "at_least": at_least, "device": "cpu"} for at_least in (1.5, 3)]  # pass_ or pass: both are understood
 
 def run(bench):
     for n in bench.sizes:
