@@ -83,7 +83,7 @@ SLEEP = 5e-3
 def test_host_time_of_synchronous_work(sync):
     # CPU work has finished when the call returns, so every placement of the waits reads the same: the sleep
     t = host_time(lambda: time.sleep(SLEEP), sync, device="cpu", warmup=1, reps=5)
-    assert SLEEP <= t.median < SLEEP + 3e-3
+    assert SLEEP <= t.median < 2 * SLEEP  # one sleep (a wrong wait would read none, or two)
     assert t.reps == 5
 
 
@@ -232,7 +232,7 @@ def test_device_time_brackets_only_fn_on_the_devices_stream(fake_cuda):
 
     t = timing.device_time(fn, device="cuda:1", warmup=2, reps=5)
     assert t.reps == 5
-    assert 2e-3 <= t.median < 3.5e-3  # fn alone: the flush and the spin (about 4 ms here) stay outside the pair
+    assert 2e-3 <= t.median < 5e-3  # fn alone: the flush and the spin (about 4 ms here) stay outside the pair
     assert ("device", 1) in fake_cuda.log
     assert [e for e in fake_cuda.log if e[0] == "fn"] == [("fn",)] * (1 + 5 + 2 + 5)  # first, trial, warm-up, timed
     rep = [("flush",), ("spin", 1), ("record", "stream of cuda:1"), ("fn",), ("record", "stream of cuda:1")]
