@@ -28,6 +28,9 @@ test: $(ENV_READY) ## Run every test (CUDA tests run where there is a GPU, and s
 doctor: $(ENV_READY) ## Check torch, CUDA toolkit, compiler, GPUs and the build cache, with a fix for each problem
 	$(PY) -m loader doctor
 
+check: $(ENV_READY) ## Grade every exercise (EX="ex1_add2_tail ..." for some; SOLUTIONS=1 grades solutions/)
+	$(PY) -m kit.grade $(EX) $(if $(SOLUTIONS),--solutions) $(if $(JSON),--json $(JSON))
+
 bench: $(ENV_READY) ## Benchmark every op against PyTorch and a copy (GPU); writes results/ with device and date
 	$(PY) bench/run.py $(BENCH_ARGS)
 
@@ -57,4 +60,4 @@ $(VENV)/.installed: requirements.txt
 	$(VENV)/bin/python -m pip install -q -r requirements.txt
 	touch $@
 
-.PHONY: lab test doctor bench aot cmake strip clean distclean help
+.PHONY: lab test check doctor bench aot cmake strip clean distclean help

@@ -19,6 +19,7 @@ What this adds to cpp_extension.load, and why:
 import fcntl
 import functools
 import importlib.util
+import itertools
 import os
 import shutil
 import sys
@@ -260,7 +261,8 @@ class _Op:
             copies = so.parent / "loaded"
             copies.mkdir(exist_ok=True)
             _remove_dead_copies(copies)
-            copy = copies / f"{so.stem}.{os.getpid()}.{self._loads}{so.suffix}"
+            # a name never used before: overwriting a library this process has mapped would crash it
+            copy = copies / f"{so.stem}.{os.getpid()}.{next(_copy_numbers)}{so.suffix}"
             shutil.copy2(so, copy)
             with warnings.catch_warnings():  # "Overriding a previously registered kernel": that is the point
                 warnings.filterwarnings("ignore", message=".*Overriding a previously registered kernel.*")
@@ -270,6 +272,7 @@ class _Op:
 
 
 _loaded_paths = set()
+_copy_numbers = itertools.count()
 _said = set()
 
 

@@ -3,13 +3,18 @@
 # benchmark and the recorded timing lesson. Results go to results/<date>-<gpu>/ (committed: device, date,
 # numbers) and, on the device tool's machine, into $OUT as one tarball.
 #
-#   bash scripts/gpu_session.sh [doctor] [loader] [tests] [bench] [timing] [debug]     (no argument: all of them)
+#   bash scripts/gpu_session.sh [doctor] [loader] [tests] [bench] [timing] [debug] [multi]   (no argument: all but multi)
+#   TESTS="tests/test_elu.py ..." limits the tests step (its log is then pytest-<first file>.log); each step is
+#   stopped after STEP_TIMEOUT seconds (default 540) so the results of the others still come back.
 #
 # Uses the machine's own python3 (PY=... to change); Jupyter packages may come as wheels in .whl/.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-python3}
 STEPS=${*:-doctor loader tests bench timing debug}
+TESTS=${TESTS:-}
+TAG=$(basename "${TESTS%% *}" .py); TAG=${TAG:+-$TAG}
+T="timeout ${STEP_TIMEOUT:-540}"
 export PYTHONUNBUFFERED=1
 if compgen -G ".whl/*.whl" > /dev/null; then
     $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
@@ -25,13 +30,15 @@ for step in $STEPS; do
     t0=$(date +%s)
     case $step in
         doctor) { nvidia-smi; $PY -m loader doctor; } > "$R/doctor.txt" 2>&1; tail -n 12 "$R/doctor.txt" ;;
-        loader) $PY scripts/measure_loader.py > "$R/loader.log" 2>&1 || rc=1; tail -n 20 "$R/loader.log" ;;
-        tests)  LABKIT_EXECUTED_NOTEBOOKS=/tmp/executed $PY -m pytest -q -ra -p no:cacheprovider \
-                    --junitxml="$R/pytest.xml" > "$R/pytest.log" 2>&1 || rc=1
-                grep -E "passed|failed|error" "$R/pytest.log" | tail -n 3; grep -E "^(FAILED|ERROR)" "$R/pytest.log" | head -n 20 ;;
-        bench)  if [ -f bench/run.py ]; then $PY bench/run.py > "$R/bench.log" 2>&1 || rc=1; tail -n 25 "$R/bench.log"; fi ;;
-        timing) if [ -f kit/record_timing.py ]; then $PY -m kit.record_timing > "$R/timing.log" 2>&1 || rc=1; tail -n 10 "$R/timing.log"; fi ;;
-        debug)  $PY -m kit.record_debug > "$R/debug.log" 2>&1 || rc=1; grep -E "^(--|wrote)" "$R/debug.log" | cut -c1-160 ;;
+        loader) $T $PY scripts/measure_loader.py > "$R/loader.log" 2>&1 || rc=1; tail -n 20 "$R/loader.log" ;;
+        tests)  LABKIT_EXECUTED_NOTEBOOKS=/tmp/executed $T $PY -m pytest -q -ra -p no:cacheprovider $TESTS \
+                    --junitxml="$R/pytest$TAG.xml" > "$R/pytest$TAG.log" 2>&1 || rc=1
+                grep -E "passed|failed|error" "$R/pytest$TAG.log" | tail -n 3
+                grep -E "^(FAILED|ERROR)" "$R/pytest$TAG.log" | head -n 30 ;;
+        bench)  if [ -f bench/run.py ]; then $T $PY bench/run.py > "$R/bench.log" 2>&1 || rc=1; tail -n 40 "$R/bench.log"; fi ;;
+        timing) if [ -f kit/record_timing.py ]; then $T $PY -m kit.record_timing > "$R/timing.log" 2>&1 || rc=1; tail -n 15 "$R/timing.log"; fi ;;
+        multi)  $T $PY -m kit.devices > "$R/multi_gpu.log" 2>&1 || rc=1; tail -n 10 "$R/multi_gpu.log" ;;
+        debug)  $T $PY -m kit.record_debug > "$R/debug.log" 2>&1 || rc=1; grep -E "^(--|wrote)" "$R/debug.log" | cut -c1-160 ;;
         *) echo "unknown step $step"; rc=2 ;;
     esac
     echo "-- $step: $(( $(date +%s) - t0 )) s"

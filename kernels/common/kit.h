@@ -7,6 +7,13 @@
 #pragma once
 #include <cstdint>
 
+// A function both the CPU and the GPU can run (the exercises' "thread" functions are written once, for both).
+#ifdef __CUDACC__
+#define KIT_HD __host__ __device__
+#else
+#define KIT_HD
+#endif
+
 // Blocks of `b` threads needed to cover `a` elements. Sizes are int64_t: a tensor can hold more than
 // 2^31 elements (8 GiB of float), and an `int n` silently wraps there.
 inline constexpr int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }

@@ -1,0 +1,29 @@
+"""add2 (c = a + b): ours (ops.add2) against torch.add, and the seed tutorial's kernel (float32, GPU only).
+
+Bytes: read a and b, write c: 3 * n * element size. There is one add per 12 bytes (float32), so it is a pure
+bandwidth test: the best any add can do is about a copy's speed (measured beside it by run.py).
+"""
+import torch
+
+from loader import ops
+
+# Issue 4: from 2^24 elements on, where launch costs no longer matter, ours keeps up with torch.add
+BARS = [{"op": "add2", "pass": "forward", "dtype": "float32", "min_n": 1 << 24, "impl": "ours", "vs": "torch",
+         "at_least": 0.97, "device": "cuda"}]
+
+
+def run(bench):
+    ops.add2(torch.ones(4, device=bench.device), torch.ones(4, device=bench.device))  # build and register the op
+    # the operator itself, not ops.add2: the friendly call checks the kernel files for edits on every call, a few
+    # microseconds of host time that torch.add does not pay and that small sizes would show
+    ours, seed = torch.ops.labkit.add2, torch.ops.labkit.add2_seed
+    for dtype in (torch.float32, torch.bfloat16):
+        for n in bench.sizes:
+            a = torch.randn(n, device=bench.device, dtype=dtype)
+            b = torch.randn(n, device=bench.device, dtype=dtype)
+            nbytes = 3 * n * a.element_size()
+            bench.measure("add2", "forward", dtype, n, "ours", lambda: ours(a, b), nbytes)
+            bench.measure("add2", "forward", dtype, n, "torch", lambda: torch.add(a, b), nbytes)
+            if dtype == torch.float32 and bench.device.type == "cuda":  # the seed kernel: float32, CUDA only
+                bench.measure("add2", "forward", dtype, n, "seed", lambda: seed(a, b), nbytes)
+            del a, b  # free this size's inputs before allocating the next (2 GB at 2^28 float32)

@@ -1,0 +1,48 @@
+// Binding of exercise 3 (float32, float64): checks, device guard, current stream. Nothing to edit here.
+#include <ATen/ops/empty_like.h>
+
+#include "binding.h"
+#include "ex3_elu_backward.h"
+
+static bool check_x(const char* op, const at::Tensor& x) {
+    TORCH_CHECK_TYPE(x.scalar_type() == at::kFloat || x.scalar_type() == at::kDouble, op,
+                     ": x must be float32 or float64, but got ", x.scalar_type());
+    return x.scalar_type() == at::kDouble;
+}
+
+static at::Tensor run(bool backward, const at::Tensor& grad_out, const at::Tensor& x, double alpha) {
+    const char* op = backward ? "ex3_elu_backward" : "ex3_elu";
+    const bool f64 = check_x(op, x);
+    if (backward) {
+        check_same_device(op, "grad_out", grad_out, "x", x);
+        check_same_dtype(op, "grad_out", grad_out, "x", x);
+        check_same_shape(op, "grad_out", grad_out, "x", x);
+    }
+    const at::Tensor xc = x.contiguous(), gc = backward ? grad_out.contiguous() : xc;
+    at::Tensor out = at::empty(x.sizes(), x.options());
+    if (out.numel() == 0) return out;
+#ifdef LABKIT_WITH_CUDA
+    if (x.is_cuda()) {
+        const c10::cuda::CUDAGuard guard(x.device());
+        check_launch(op, ex3_elu_cuda(backward, f64, out.data_ptr(), gc.data_ptr(), xc.data_ptr(), alpha,
+                                      out.numel(), current_stream()));
+        return out;
+    }
+#endif
+    ex3_elu_cpu(backward, f64, out.data_ptr(), gc.data_ptr(), xc.data_ptr(), alpha, out.numel());
+    return out;
+}
+
+static at::Tensor forward_impl(const at::Tensor& x, double alpha) { return run(false, x, x, alpha); }
+static at::Tensor backward_impl(const at::Tensor& g, const at::Tensor& x, double alpha) { return run(true, g, x, alpha); }
+
+TORCH_LIBRARY_IMPL(labkit, CPU, m) {
+    m.impl("ex3_elu", &forward_impl);
+    m.impl("ex3_elu_backward", &backward_impl);
+}
+#ifdef LABKIT_WITH_CUDA
+TORCH_LIBRARY_IMPL(labkit, CUDA, m) {
+    m.impl("ex3_elu", &forward_impl);
+    m.impl("ex3_elu_backward", &backward_impl);
+}
+#endif

@@ -1,0 +1,554 @@
+"""Sync-correct timing for the kit: what every notebook and `make bench` measure with.
+
+A CUDA launch returns before the kernel runs, so a host clock read right after it times the launch, not the
+kernel. This module gives the two right ways to time GPU work, and the wrong ways too, so notebook 04 can show
+what each one reads:
+
+- host_time(fn, sync=...): the seed tutorial's loop (warm-up, then host clock around each call), with its four
+  synchronisation choices: "both" (right), "before", "after", "none". Also the right way to time CPU work.
+- device_time(fn): CUDA events, timestamps the GPU itself writes in stream order, around each repetition; a
+  warm-up; many repetitions; median and quartiles; an optional L2 flush before each repetition; on the device you
+  name and on its current stream. benchmark(fn) picks device_time on a GPU and host_time on the CPU.
+- gbps(), time_copy(): bandwidth from the bytes an op must move, and the machine's ceiling: a device-to-device
+  copy of the same number of bytes (bytes read plus bytes written).
+- profile_timeline() and draw_timeline(): torch.profiler's record of a host_time run, drawn as host rows (timed
+  region, launches, synchronizations) above the GPU's kernels, in place of the seed's Nsight Systems screenshots.
+- ToyStream: a pretend GPU (a worker thread that runs queued work in order) so the four cases can be seen
+  on a machine without one.
+
+How it relates to what PyTorch and Triton ship:
+- torch.cuda.Event is what device_time is made of; it adds the loop, the flush, the backlog and the statistics.
+- triton.testing.do_bench follows the same recipe (events around each repetition, a buffer zeroed before each to
+  flush L2, median or quantiles). device_time differs in three ways: it takes the device explicitly (do_bench uses
+  the current one), sizes the flush buffer from the GPU's own L2 (do_bench zeroes a fixed 256 MB), and queues a
+  short spin before each repetition so the GPU never waits for the host inside an event pair (do_bench relies on
+  its flush for that, and has nothing to keep the GPU busy when the flush is small or absent).
+- torch.utils.benchmark.Timer reads the host clock around blocks of many back-to-back calls and synchronizes at
+  the ends of each block: a mean per call over a block, with the cache warm, and it sets one CPU thread by
+  default. Good for CPU code and for comparing Python overheads; it cannot show one call's time or a flushed cache.
+"""
+import functools
+import json
+import queue
+import statistics
+import tempfile
+import threading
+import time
+from contextlib import nullcontext
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+SYNC_MODES = {
+    "both": "synchronize before and after: launch + kernel + sync (the right way)",
+    "before": "synchronize before only: the launch alone",
+    "after": "synchronize after only: right, except that the first call also waits for the warm-up",
+    "none": "no synchronize: the launch alone",
+}
+
+# Rows of a timeline picture, top to bottom: what the host does above, what the GPU does below (as in Nsight Systems)
+ROWS = ["timed (host)", "op (host)", "launch (host)", "sync (host)", "kernel (GPU)"]
+ROW_COLORS = {"timed (host)": "#4c72b0", "op (host)": "#8172b2", "launch (host)": "#55a868",
+              "sync (host)": "#dd8452", "kernel (GPU)": "#c44e52"}
+
+
+class NoGPUError(RuntimeError):
+    """A GPU-only function was called on a machine without a CUDA GPU."""
+
+
+# ----------------------------------------------------------------------------------------------
+# Statistics and bandwidth
+
+@dataclass(frozen=True)
+class Timing:
+    """What a timer measured: median and quartiles of the repetitions, and every repetition, all in seconds."""
+    median: float
+    q25: float
+    q75: float
+    times: tuple = ()
+
+    @property
+    def reps(self):
+        return len(self.times)
+
+    def gbps(self, nbytes):
+        """Bandwidth at the median time, in GB/s (10^9 bytes per second, as memory datasheets count)."""
+        return gbps(nbytes, self.median)
+
+    def gbps_band(self, nbytes):
+        """Bandwidth at the slow and the fast quartile: (low, high) GB/s."""
+        return gbps(nbytes, self.q75), gbps(nbytes, self.q25)
+
+    def to_dict(self, times=True):
+        d = {"median": self.median, "q25": self.q25, "q75": self.q75}
+        return {**d, "times": list(self.times)} if times else d
+
+    @classmethod
+    def from_dict(cls, d):
+        return cls(d["median"], d["q25"], d["q75"], tuple(d.get("times", ())))
+
+    def __str__(self):
+        return f"{fmt_time(self.median)} (quartiles {fmt_time(self.q25)} to {fmt_time(self.q75)}, {self.reps} reps)"
+
+
+def quantile(values, q):
+    """The q-quantile of values, interpolating linearly between the two nearest ranks (numpy's default method)."""
+    s = sorted(values)
+    if not s:
+        raise ValueError("quantile of no values")
+    if not 0 <= q <= 1:
+        raise ValueError(f"q must be between 0 and 1, got {q}")
+    pos = q * (len(s) - 1)
+    lo = int(pos)
+    hi = min(lo + 1, len(s) - 1)
+    return s[lo] + (s[hi] - s[lo]) * (pos - lo)
+
+
+def summarize(times):
+    """A Timing from per-repetition times (seconds). The median, not the mean: one repetition that an interrupt or
+    a clock change slowed down moves a mean but not a median."""
+    times = tuple(float(t) for t in times)
+    if not times:
+        raise ValueError("summarize: no times to summarize (reps must be at least 1)")
+    return Timing(quantile(times, 0.5), quantile(times, 0.25), quantile(times, 0.75), times)
+
+
+def gbps(nbytes, seconds):
+    """Bandwidth in GB/s of moving nbytes in `seconds`."""
+    if seconds <= 0:
+        raise ValueError(f"gbps: the time must be positive, got {seconds}")
+    return nbytes / seconds / 1e9
+
+
+def fmt_time(seconds):
+    """A time with its unit, three significant digits: 521 us, 68.2 us, 1.25 ms."""
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if abs(seconds) >= scale:
+            return f"{seconds / scale:.3g} {unit}"
+    return f"{seconds / 1e-9:.3g} ns"
+
+
+def _clamp(x, lo, hi):
+    return max(lo, min(hi, x))
+
+
+# ----------------------------------------------------------------------------------------------
+# Devices
+
+def default_device():
+    """The current GPU if there is one, else the CPU."""
+    return torch.device("cuda", torch.cuda.current_device()) if torch.cuda.is_available() else torch.device("cpu")
+
+
+def as_device(device):
+    """torch.device from a device, a string ("cuda:1") or a GPU index (1); None gives default_device(), and
+    "cuda" the current GPU (where there is one), so that the result always names one device."""
+    if device is None:
+        return default_device()
+    device = torch.device("cuda", device) if isinstance(device, int) else torch.device(device)
+    if device.type == "cuda" and device.index is None and torch.cuda.is_available():
+        device = torch.device("cuda", torch.cuda.current_device())
+    return device
+
+
+def cuda_device(device=None, what="this"):
+    """The GPU to time on, with its index filled in; a clear error on a machine without one, or for a CPU device."""
+    if device is not None:
+        device = as_device(device)
+        if device.type != "cuda":
+            raise ValueError(f"{what} times CUDA work, but the device given is {device}; "
+                             f"time CPU work with host_time(fn) (or benchmark(fn, device='cpu'))")
+    if not torch.cuda.is_available():
+        raise NoGPUError(f"{what} needs a CUDA GPU, and this machine has none (torch.cuda.is_available() is False). "
+                         f"On the CPU, time CPU work with host_time(fn) or benchmark(fn, device='cpu').")
+    if device is None or device.index is None:
+        device = torch.device("cuda", torch.cuda.current_device())
+    return device
+
+
+def synchronizer(device=None):
+    """A function that waits until `device` has finished its queued work. On the CPU it does nothing: a CPU op has
+    finished when it returns."""
+    device = as_device(device)
+    if device.type == "cpu":
+        return lambda: None
+    device = cuda_device(device, "synchronizing")
+    return functools.partial(torch.cuda.synchronize, device)
+
+
+# ----------------------------------------------------------------------------------------------
+# Host timing: the seed's loop and its four synchronisation choices
+
+def host_time(fn, sync="both", *, device=None, warmup=10, reps=10, synchronize=None, spans=None, annotate=False):
+    """Time fn() with the host clock, as the seed tutorial does: `warmup` calls, then `reps` timed calls.
+
+    sync says where the loop waits for the device (SYNC_MODES): "both" before and after each timed call (right),
+    "before", "after" or "none". As in the seed, nothing waits between the warm-up and the first timed call, which
+    is what makes "after" slow on its first call. The device is synchronised once before the warm-up (work queued
+    before this call is not counted) and once at the end, outside every timed region (nothing is left running).
+
+    device: whose queue to wait for (default: the current GPU, else the CPU, where waiting is a no-op);
+    synchronize: a function to call instead (ToyStream.synchronize); spans: a list that receives
+    ("timed (host)", start, end, label) for the warm-up and each timed call; annotate: also mark them for
+    torch.profiler (profile_timeline uses it). Returns a Timing whose `times` are in call order."""
+    if sync not in SYNC_MODES:
+        raise ValueError(f"sync must be one of {', '.join(SYNC_MODES)}, got {sync!r}")
+    if reps < 1:
+        raise ValueError(f"reps must be at least 1, got {reps}")
+    wait = synchronize or synchronizer(device)
+    wait_before, wait_after = sync in ("both", "before"), sync in ("both", "after")
+    mark = torch.profiler.record_function if annotate else (lambda name: nullcontext())
+    clock = time.perf_counter
+    times = []
+    with mark("host_time"):
+        wait()
+        w0 = clock()
+        with mark("warm-up"):
+            for _ in range(warmup):
+                fn()
+        if spans is not None and warmup:
+            spans.append(("timed (host)", w0, clock(), "warm-up"))
+        for i in range(reps):
+            if wait_before:
+                wait()
+            with mark(f"timed #{i}"):
+                t0 = clock()
+                fn()
+                if wait_after:
+                    wait()
+                t1 = clock()
+            times.append(t1 - t0)
+            if spans is not None:
+                spans.append(("timed (host)", t0, t1, f"timed #{i}"))
+        wait()
+    return summarize(times)
+
+
+class ToyStream:
+    """A pretend GPU for machines without one: launch(seconds) queues `seconds` of work and returns after a short
+    host-side cost, like a kernel launch; a worker thread runs the queue in order, like a CUDA stream;
+    synchronize() waits until the queue is empty, like torch.cuda.synchronize(). Every launch, synchronize and
+    piece of work is recorded in .spans, in the rows of a timeline picture, so draw_timeline can show it.
+
+    The work is time.sleep, which releases Python's lock, so host and "GPU" really run at the same time."""
+
+    def __init__(self, launch_cost=100e-6):
+        self.launch_cost = launch_cost
+        self.spans = []
+        self._queue = queue.Queue()
+        threading.Thread(target=self._worker, daemon=True, name="ToyStream").start()
+
+    def launch(self, seconds):
+        t0 = time.perf_counter()
+        time.sleep(self.launch_cost)  # what a real launch costs the host: argument checks, the driver call
+        self._queue.put(seconds)
+        self.spans.append(("launch (host)", t0, time.perf_counter(), "launch"))
+
+    def synchronize(self):
+        t0 = time.perf_counter()
+        self._queue.join()
+        self.spans.append(("sync (host)", t0, time.perf_counter(), "synchronize"))
+
+    def _worker(self):
+        while True:
+            seconds = self._queue.get()
+            t0 = time.perf_counter()
+            time.sleep(seconds)
+            self.spans.append(("kernel (GPU)", t0, time.perf_counter(), "kernel"))
+            self._queue.task_done()
+
+
+# ----------------------------------------------------------------------------------------------
+# The GPU: a spin of known length, the L2 flush buffer
+
+_spin_rates = {}  # GPU index -> cycles per second of the clock torch.cuda._sleep counts
+CALIBRATION_CYCLES = 100_000_000  # ~50 ms at 2 GHz
+
+
+def spin_rate(device=None):
+    """Cycles per second of the clock that torch.cuda._sleep(cycles) spins on (the SM clock, clock64()).
+
+    Measured once per GPU with the host clock, synchronising before and after a spin of 10^8 cycles (~50 ms): at
+    that length the host's own costs (launch, synchronize: tens of microseconds) are under 0.1% of the reading.
+    CUDA events play no part, which is what lets a test check the event timer against a spin: the two clocks
+    are independent."""
+    dev = cuda_device(device, "spin_rate")
+    if dev.index not in _spin_rates:
+        with torch.cuda.device(dev):
+            torch.cuda._sleep(1_000_000)  # load the spin kernel and wake the clocks before reading them
+            torch.cuda.synchronize(dev)
+            rates = []
+            for _ in range(3):
+                t0 = time.perf_counter()
+                torch.cuda._sleep(CALIBRATION_CYCLES)
+                torch.cuda.synchronize(dev)
+                rates.append(CALIBRATION_CYCLES / (time.perf_counter() - t0))
+        _spin_rates[dev.index] = statistics.median(rates)
+    return _spin_rates[dev.index]
+
+
+def spin(seconds, device=None):
+    """Queue a one-thread kernel that keeps the GPU busy for `seconds`, on the current stream of `device`; returns
+    at once. A kernel of known length: for testing timers, and for keeping the GPU ahead of the host."""
+    dev = cuda_device(device, "spin")
+    cycles = int(seconds * spin_rate(dev))
+    with torch.cuda.device(dev):
+        torch.cuda._sleep(cycles)
+
+
+_flush_buffers = {}  # GPU index -> buffer of twice the L2's size
+
+
+def l2_flush_buffer(device=None):
+    """A buffer twice the size of the GPU's L2 cache, allocated once per GPU. Zeroing it before a timed call evicts
+    whatever the previous call left in L2, so every call reads its inputs from memory, as it would in a model
+    where other work runs in between."""
+    dev = cuda_device(device, "l2_flush_buffer")
+    if dev.index not in _flush_buffers:
+        l2 = getattr(torch.cuda.get_device_properties(dev), "L2_cache_size", 0) or (128 << 20)  # unknown: 256 MB
+        _flush_buffers[dev.index] = torch.empty(2 * l2, dtype=torch.uint8, device=dev)
+    return _flush_buffers[dev.index]
+
+
+# ----------------------------------------------------------------------------------------------
+# Device timing with CUDA events
+
+def device_time(fn, *, device=None, flush_l2=True, backlog=True, warmup=None, reps=None, budget=0.1):
+    """Time the GPU work fn() queues, with a pair of CUDA events around each repetition.
+
+    Runs on `device` (default: the current GPU) and its current stream: fn must launch there (torch ops on that
+    GPU's tensors do). One untimed first call (module loading, allocation), then a warm-up, then `reps` timed
+    repetitions; without warmup/reps, about budget/4 seconds of warm-up and `budget` seconds of repetitions
+    (10 to 1000 of them). Before each repetition, queued ahead of its start event:
+    - flush_l2: zero a buffer twice the L2's size, so inputs come from memory and not from the last repetition;
+    - backlog: a spin twice as long as the host takes to queue one repetition. Otherwise, for a kernel shorter
+      than the host's launch cost, the GPU would sit idle between the start event and the kernel, waiting for
+      the host to launch it, and the pair would time the host (notebook 04 measures that).
+    Returns a Timing of the repetitions."""
+    dev = cuda_device(device, "device_time")
+    with torch.cuda.device(dev):
+        stream = torch.cuda.current_stream(dev)
+        flush = l2_flush_buffer(dev) if flush_l2 else None
+        fn()
+        torch.cuda.synchronize(dev)
+        spin_seconds = 50e-6 if backlog else 0.0
+        trial, host = _event_reps(fn, dev, stream, flush, spin_seconds, 5)
+        estimate = max(statistics.median(trial), 1e-7)
+        if backlog:  # 2x: room for the host's jitter; at most 10 ms, however slow the host side of fn is
+            spin_seconds = _clamp(2 * statistics.median(host), 20e-6, 10e-3)
+        n_warmup = warmup if warmup is not None else _clamp(round(budget / 4 / estimate), 1, 100)
+        n_reps = reps if reps is not None else _clamp(round(budget / estimate), 10, 1000)
+        if n_warmup:
+            _event_reps(fn, dev, stream, flush, spin_seconds, n_warmup)
+        times, _ = _event_reps(fn, dev, stream, flush, spin_seconds, n_reps)
+    return summarize(times)
+
+
+def _event_reps(fn, dev, stream, flush, spin_seconds, n):
+    """n repetitions of [flush] [spin] start-event fn() end-event, all queued on `stream`; then one wait.
+    Returns the event times (s) and the host's time to queue each repetition (s)."""
+    cycles = int(spin_seconds * spin_rate(dev)) if spin_seconds else 0
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
+    host = []
+    for start, end in zip(starts, ends):
+        t0 = time.perf_counter()
+        if flush is not None:
+            flush.zero_()
+        if cycles:
+            torch.cuda._sleep(cycles)
+        start.record(stream)
+        fn()
+        end.record(stream)
+        host.append(time.perf_counter() - t0)
+    ends[-1].synchronize()  # the events complete in stream order: the last one done means all are
+    return [s.elapsed_time(e) / 1e3 for s, e in zip(starts, ends)], host
+
+
+def benchmark(fn, device=None, *, budget=0.1, **device_time_args):
+    """Time fn the right way for where it runs: device_time on a GPU; on the CPU, host_time with a warm-up and
+    enough repetitions to fill about `budget` seconds (5 to 200)."""
+    dev = as_device(device)
+    if dev.type == "cuda":
+        return device_time(fn, device=dev, budget=budget, **device_time_args)
+    t0 = time.perf_counter()
+    fn()
+    estimate = max(time.perf_counter() - t0, 1e-7)
+    return host_time(fn, "both", device=dev, warmup=_clamp(round(budget / 4 / estimate), 1, 20),
+                     reps=_clamp(round(budget / estimate), 5, 200))
+
+
+def time_copy(nbytes, device=None, **benchmark_args):
+    """Time a copy that moves `nbytes` in all: nbytes/2 read, nbytes/2 written (device-to-device on a GPU).
+    A copy does nothing but move bytes, so its bandwidth is the ceiling an op that moves as many can hope for."""
+    dev = as_device(device)
+    if dev.type == "cuda":
+        dev = cuda_device(dev, "time_copy")
+    half = max(nbytes // 2, 1)
+    src = torch.empty(half, dtype=torch.uint8, device=dev).random_()
+    dst = torch.empty_like(src)
+    return benchmark(lambda: dst.copy_(src), dev, **benchmark_args)
+
+
+def copy_ceiling(device=None, nbytes=None, **benchmark_args):
+    """The machine's memory bandwidth ceiling in GB/s, measured: a copy moving `nbytes` (default 2 GB on a GPU,
+    far past any cache; 256 MB on the CPU), bytes read plus bytes written over the median time."""
+    dev = as_device(device)
+    nbytes = nbytes or (1 << (31 if dev.type == "cuda" else 28))
+    return time_copy(nbytes, dev, **benchmark_args).gbps(2 * max(nbytes // 2, 1))
+
+
+# ----------------------------------------------------------------------------------------------
+# Timelines from torch.profiler
+
+_profiler_warm = set()
+
+
+def profile_timeline(fn, sync="both", device=None, warmup=3, reps=3):
+    """Run host_time(fn, sync) under torch.profiler and return its spans: [row, start_s, end_s, label], times from
+    the start of the run. Rows (ROWS): the timed regions and warm-up, host-side launches and synchronizations,
+    and the GPU's kernels (CPU ops instead where there is no GPU)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    dev = as_device(device)
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if dev.type == "cuda" else [])
+    if dev.type not in _profiler_warm:  # the first profile of a process pays for starting the tracer: not here
+        with profile(activities=activities):
+            fn()
+            synchronizer(dev)()
+        _profiler_warm.add(dev.type)
+    with profile(activities=activities) as prof:
+        host_time(fn, sync, device=dev, warmup=warmup, reps=reps, annotate=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "trace.json"
+        prof.export_chrome_trace(str(path))
+        trace = json.loads(path.read_text())
+    return spans_from_trace(trace)
+
+
+GPU_CATEGORIES = ("kernel", "gpu_memset", "gpu_memcpy")
+
+
+def _row_of(event, has_gpu):
+    cat, name = event.get("cat", ""), event.get("name", "")
+    if cat == "user_annotation" and (name.startswith("timed #") or name == "warm-up"):
+        return "timed (host)"
+    if cat in ("cuda_runtime", "cuda_driver"):
+        if "Synchronize" in name:
+            return "sync (host)"
+        if "Launch" in name or "Memset" in name or "Memcpy" in name:
+            return "launch (host)"
+    if cat in GPU_CATEGORIES:
+        return "kernel (GPU)"
+    if cat == "cpu_op" and not has_gpu:
+        return "op (host)"
+    return None
+
+
+def spans_from_trace(trace):
+    """Spans [row, start_s, end_s, label] from a Chrome trace as torch.profiler exports it (times there are in
+    microseconds, on one clock for host and GPU), keeping what falls within host_time's run."""
+    events = [e for e in trace.get("traceEvents", []) if e.get("ph") == "X" and "dur" in e and "ts" in e]
+    runs = [e for e in events if e.get("cat") == "user_annotation" and e.get("name") == "host_time"]
+    if runs:
+        t_start, t_end = runs[0]["ts"], runs[0]["ts"] + runs[0]["dur"]
+    else:
+        t_start = min((e["ts"] for e in events), default=0.0)
+        t_end = max((e["ts"] + e["dur"] for e in events), default=0.0)
+    has_gpu = any(e.get("cat") in GPU_CATEGORIES for e in events)
+    spans = []
+    for e in events:
+        row = _row_of(e, has_gpu)
+        start, end = float(e["ts"]), float(e["ts"]) + float(e["dur"])
+        if row is None or end < t_start or start > t_end:
+            continue
+        spans.append([row, (start - t_start) / 1e6, (end - t_start) / 1e6, e.get("name", "")])
+    spans.sort(key=lambda s: (ROWS.index(s[0]), s[1]))
+    return spans
+
+
+def rebase(spans):
+    """Spans with times counted from the earliest one (ToyStream's spans are on the raw perf_counter clock)."""
+    t0 = min(s[1] for s in spans)
+    return sorted(([s[0], s[1] - t0, s[2] - t0, s[3]] for s in spans), key=lambda s: (ROWS.index(s[0]), s[1]))
+
+
+def kernels_inside(spans, slack=2e-6):
+    """For each timed call of a timeline, how many kernels ran entirely inside it: 1 when the timer brackets
+    its kernel, 0 when it timed only the launch, more when it also waited for earlier work. `slack` allows for
+    the profiler's alignment of the GPU's clock with the host's."""
+    kernels = [s for s in spans if s[0] == "kernel (GPU)"]
+    return [sum(1 for k in kernels if k[1] >= t[1] - slack and k[2] <= t[2] + slack)
+            for t in spans if t[0] == "timed (host)" and t[3].startswith("timed")]
+
+
+def draw_timeline(spans, ax=None, title=None):
+    """Draw spans as horizontal bars, one row per kind of activity: host rows on top, the GPU at the bottom.
+    Each timed call is labelled with the time the host clock read for it."""
+    import matplotlib.pyplot as plt
+
+    rows = [r for r in ROWS if any(s[0] == r for s in spans)]
+    if ax is None:
+        _, ax = plt.subplots(figsize=(11, 0.6 + 0.5 * len(rows)))
+    end = max(s[2] for s in spans)
+    scale, unit = (1e3, "ms") if end > 5e-3 else (1e6, "us")
+    min_width = end * scale / 400  # a 2 us launch stays visible on a 2 ms axis
+    for y, row in enumerate(rows):
+        mine = [s for s in spans if s[0] == row]
+        colors = ["#bbbbbb" if s[3] == "warm-up" else ROW_COLORS[row] for s in mine]
+        ax.broken_barh([(s[1] * scale, max((s[2] - s[1]) * scale, min_width)) for s in mine], (y - 0.35, 0.7),
+                       facecolors=colors, edgecolor="white", linewidth=0.3)
+        if row == "timed (host)":
+            for s in mine:
+                if (s[2] - s[1]) < end / 15:  # no room for a label: it would cover its neighbours'
+                    continue
+                text = "warm-up" if s[3] == "warm-up" else fmt_time(s[2] - s[1])
+                ax.text((s[1] + s[2]) / 2 * scale, y, text, ha="center", va="center", fontsize=7, color="black")
+    ax.set_yticks(range(len(rows)))
+    ax.set_yticklabels(rows)
+    ax.set_ylim(len(rows) - 0.5, -0.5)
+    ax.set_xlabel(f"time ({unit})")
+    readings = [fmt_time(s[2] - s[1]) for s in spans if s[0] == "timed (host)" and s[3].startswith("timed")]
+    if title or readings:
+        what = f"host clock read {', '.join(readings[:6])}" if readings else ""
+        ax.set_title(f"{title}; {what}" if title and what else title or what, fontsize=10, loc="left")
+    return ax
+
+
+# ----------------------------------------------------------------------------------------------
+# Bandwidth against size
+
+IMPL_ORDER = ["ours", "torch", "seed"]
+
+
+def plot_bandwidth(rows, copies, ax=None, title=None):
+    """GB/s against element count (log2 axis) for one op/pass/dtype: a median line with a quartile band per
+    implementation, and the copy ceiling for the same bytes as a dashed line.
+
+    rows: dicts with n, impl, nbytes, median_s, q25_s, q75_s (bench.json's rows); copies: dicts with nbytes and
+    median_s (bench.json's copy list)."""
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7, 4))
+    impls = sorted({r["impl"] for r in rows}, key=lambda i: (IMPL_ORDER.index(i) if i in IMPL_ORDER else 99, i))
+    for impl in impls:
+        mine = sorted((r for r in rows if r["impl"] == impl), key=lambda r: r["n"])
+        ns = [r["n"] for r in mine]
+        ax.plot(ns, [gbps(r["nbytes"], r["median_s"]) for r in mine], marker="o", markersize=3, label=impl)
+        ax.fill_between(ns, [gbps(r["nbytes"], r["q75_s"]) for r in mine],
+                        [gbps(r["nbytes"], r["q25_s"]) for r in mine], alpha=0.25)
+    copy_by_bytes = {c["nbytes"]: c for c in copies}
+    ceiling = sorted({(r["n"], r["nbytes"]) for r in rows if r["nbytes"] in copy_by_bytes})
+    if ceiling:
+        ax.plot([n for n, _ in ceiling], [gbps(b, copy_by_bytes[b]["median_s"]) for _, b in ceiling],
+                "k--", linewidth=1, label="copy (same bytes)")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("elements (n)")
+    ax.set_ylabel("GB/s")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    if title:
+        ax.set_title(title, fontsize=10)
+    return ax

@@ -1,0 +1,120 @@
+"""The grader is itself tested: every reference solution passes, every untouched stub fails with a useful message,
+and plausible wrong answers each fail on the check meant to catch them."""
+from pathlib import Path
+
+import pytest
+import torch
+from conftest import HAS_CUDA, N_GPUS
+
+from kit import grade
+
+
+@pytest.fixture(scope="module")
+def stubs():
+    return {r.exercise: r for r in grade.check(quiet=True)}
+
+
+@pytest.fixture(scope="module")
+def solved(tmp_path_factory):
+    """A copy of the kit with solutions/ laid over it: (kernels folder, {exercise: report})."""
+    kernels = grade.with_solutions(tmp_path_factory.mktemp("solved"))
+    return kernels, {r.exercise: r for r in grade.check(kernels_dir=kernels, quiet=True)}
+
+
+@pytest.mark.parametrize("exercise", grade.EXERCISES)
+def test_untouched_stub_fails_with_a_message(stubs, exercise):
+    report = stubs[exercise]
+    failures = [r for r in report.results if r.status == "fail"]
+    assert failures, f"the stub of {exercise} was not caught:\n{report}"
+    assert all(r.detail and r.hint for r in failures), str(report)
+    assert not report.passed
+
+
+@pytest.mark.parametrize("exercise", grade.EXERCISES)
+def test_reference_solution_passes(solved, exercise):
+    report = solved[1][exercise]
+    assert not report.failed, str(report)
+    needs_gpu = {"ex6_time_kernel"} | ({"ex2_add2_vec4"} if not HAS_CUDA else set())
+    if exercise not in needs_gpu:
+        assert report.passed, str(report)
+
+
+# (exercise, file in kernels/ or exercises/, text of the solution, wrong answer, check that must fail, needs)
+MUTANTS = [
+    ("ex1_add2_tail", "ex1_add2_tail/ex1_add2_tail.h", "if (i < n) c[i]", "if (i <= n) c[i]",
+     "writes nothing past the end", None),
+    ("ex1_add2_tail", "ex1_add2_tail/ex1_add2_tail.h", "if (i < n) c[i]", "if (i < n - 1) c[i]",
+     "matches a + b", None),
+    ("ex1_add2_tail", "ex1_add2_tail/ex1_add2_tail.h", "if (i < n) c[i]", "c[i]",
+     "writes nothing past the end", None),
+    ("ex2_add2_vec4", "ex2_add2_vec4/ex2_add2_vec4.h", "for (int64_t j = i; j < n; j++)",
+     "for (int64_t j = i; j < n - 1; j++)", "matches a + b", None),
+    ("ex2_add2_vec4", "ex2_add2_vec4/ex2_add2_vec4.h", "if (i + 4 <= n) {", "if (i < n) {",
+     "writes nothing past the end", None),
+    ("ex2_add2_vec4", "ex2_add2_vec4/ex2_add2_vec4.h", "if (i + 4 <= n) {",
+     "if (false) {", "bandwidth against a copy", "cuda"),  # correct, but one float per load
+    ("ex3_elu_backward", "ex3_elu_backward/ex3_elu_backward.h", "grad_out[i] * alpha * kit_exp(x[i])",
+     "grad_out[i] * alpha * kit_expm1(x[i])", "gradient matches", None),  # the forward, not its derivative
+    ("ex3_elu_backward", "ex3_elu_backward/ex3_elu_backward.h", "x[i] > T(0) ? grad_out[i]",
+     "x[i] >= T(0) ? grad_out[i]", "gradient matches", None),  # x == 0 in the wrong branch
+    ("ex4_device_guard", "ex4_device_guard/ex4_device_guard.cpp", "    const c10::cuda::CUDAGuard guard(a.device());\n",
+     "", "takes a device guard" if N_GPUS < 2 else "runs on the inputs' GPU", None),
+    ("ex4_device_guard", "ex4_device_guard/ex4_device_guard.cpp", "c.numel(), current_stream()));",
+     "c.numel(), /*stream=*/0));", "runs on the caller's current stream" if HAS_CUDA else "launches on the current stream",
+     None),
+    ("bias_relu", "bias_relu/bias_relu.cpp", 'TORCH_CHECK_VALUE(bias.dim() == 1 && bias.size(0) == x.size(1)',
+     'TORCH_CHECK_VALUE(true', "clear errors on bad input", None),
+    ("bias_relu", "bias_relu/bias_relu_cpu.cpp", "bias[c]", "bias[r % cols]", "matches relu(x + bias) on cpu", None),
+    ("ex6_time_kernel", "../exercises/ex6_time_kernel.py",
+     "        fn()\n        torch.cuda.synchronize()  # the launch", "        fn()\n        # the launch",
+     "measures a 2 ms GPU kernel", "cuda"),  # an unsynchronised timing: only the launch is measured
+]
+
+
+@pytest.mark.parametrize("exercise, file, right, wrong, check, needs", MUTANTS,
+                         ids=[f"{m[0]}:{m[4][:24]}:{i}" for i, m in enumerate(MUTANTS)])
+def test_plausible_wrong_answer_fails_the_check_meant_for_it(solved, exercise, file, right, wrong, check, needs):
+    if needs == "cuda" and not HAS_CUDA:
+        pytest.skip("this wrong answer is only wrong on a GPU (bandwidth or timing): needs a CUDA GPU")
+    kernels = solved[0]
+    path = kernels / file
+    original = path.read_text()
+    assert right in original, f"{right!r} not in {path}"
+    try:
+        path.write_text(original.replace(right, wrong, 1))
+        _bump(path)
+        report = grade.check(exercise, kernels_dir=kernels, quiet=True)
+    finally:
+        path.write_text(original)
+        _bump(path)
+    failed = [r.check for r in report.results if r.status == "fail"]
+    assert any(c.startswith(check) for c in failed), f"expected {check!r} to fail:\n{report}"
+
+
+def _bump(path):
+    import os
+
+    st = Path(path).stat()
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
+
+
+def test_grades_a_class_and_writes_json(tmp_path, solved):
+    import json
+    import shutil
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    for student, source in [("alice", solved[0].parent), ("bob", ROOT)]:
+        for part in ("kernels", "exercises"):
+            shutil.copytree(source / part, tmp_path / "class" / student / part,
+                            ignore=shutil.ignore_patterns("__pycache__"))
+    r = subprocess.run([sys.executable, "-m", "kit.grade", "ex1_add2_tail", "--class", str(tmp_path / "class"),
+                        "--json", str(tmp_path / "grades.json")], capture_output=True, text=True, cwd=ROOT,
+                       env={**__import__("os").environ, "PYTHONPATH": str(ROOT)}, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    book = json.loads((tmp_path / "grades.json").read_text())
+    assert book["alice"][0]["passed"] is True
+    assert book["bob"][0]["failed"] is True
+    assert "alice: 1/1" in r.stdout and "bob: 0/1" in r.stdout
