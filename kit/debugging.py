@@ -13,7 +13,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import textwrap
 from pathlib import Path
 
 import torch
@@ -303,8 +302,11 @@ def asan_oob(n=1000, count=1001):
     with open(kernels / "debug_lab" / "op.py", "a") as f:
         f.write('\nCXX_FLAGS = ["-g", "-fsanitize=address"]  # added by kit.debugging.asan_oob\n')
     code = _ASAN_CHILD.format(kernels=str(kernels), build=str(kernels.parent / "build"), n=n, count=count)
-    # detect_leaks=0: Python keeps memory until exit on purpose, which LeakSanitizer would report at length
-    return run_isolated(code, env={"LD_PRELOAD": lib, "ASAN_OPTIONS": "detect_leaks=0"}, timeout=900)
+    try:
+        # detect_leaks=0: Python keeps memory until exit on purpose, which LeakSanitizer would report at length
+        return run_isolated(code, env={"LD_PRELOAD": lib, "ASAN_OPTIONS": "detect_leaks=0"}, timeout=900)
+    finally:
+        shutil.rmtree(kernels.parent, ignore_errors=True)  # the scratch copy and its build: used by the child only
 
 
 def asan_report(text):

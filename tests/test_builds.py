@@ -8,7 +8,6 @@ import subprocess
 import sys
 
 import pytest
-import torch
 from conftest import HAS_CUDA, ROOT
 
 from kit import builds

@@ -7,7 +7,7 @@ import re
 
 import pytest
 import torch
-from conftest import HAS_CUDA, ROOT
+from conftest import ROOT
 
 from kit import debugging
 from kit.debugging import (CPU_OOB_LINE, OOB_LINE, RACE_READ_LINE, RACE_WRITE_LINE, asan_oob, asan_report,
