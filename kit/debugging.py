@@ -303,8 +303,11 @@ def asan_oob(n=1000, count=1001):
         f.write('\nCXX_FLAGS = ["-g", "-fsanitize=address"]  # added by kit.debugging.asan_oob\n')
     code = _ASAN_CHILD.format(kernels=str(kernels), build=str(kernels.parent / "build"), n=n, count=count)
     try:
-        # detect_leaks=0: Python keeps memory until exit on purpose, which LeakSanitizer would report at length
-        return run_isolated(code, env={"LD_PRELOAD": lib, "ASAN_OPTIONS": "detect_leaks=0"}, timeout=900)
+        # detect_leaks=0: Python keeps memory until exit on purpose, which LeakSanitizer would report at length.
+        # A CPU build, and no GPU for the child: the CUDA driver, once started, reserves address ranges that can
+        # collide with the ones AddressSanitizer claims, and this lesson is about the CPU anyway.
+        env = {"LD_PRELOAD": lib, "ASAN_OPTIONS": "detect_leaks=0", "LABKIT_CUDA": "0", "CUDA_VISIBLE_DEVICES": ""}
+        return run_isolated(code, env=env, timeout=900)
     finally:
         shutil.rmtree(kernels.parent, ignore_errors=True)  # the scratch copy and its build: used by the child only
 
@@ -436,14 +439,17 @@ def fast_math_effect():
     g = torch.randn(x.numel(), device="cuda", generator=torch.Generator("cuda").manual_seed(0))
     ref, ref_grad = F.elu(x), torch.ops.aten.elu_backward(g, 1.0, 1, 1, False, x)
     rows = []
-    for build, elu in (("default", ops.elu), ("--use_fast_math", lab.elu)):
-        y = elu(x)  # also makes this build's library the one that runs labkit::elu*
-        grad = torch.ops.labkit.elu_backward(g, x, 1.0)
-        seed = elu(x, version="seed")
-        for kernel, out, reference in (("ops.elu forward (expm1f)", y, ref), ("elu_backward (expf)", grad, ref_grad),
-                                       ("seed kernel (expf(x) - 1)", seed, ref)):
-            rows.append({"build": build, "kernel": kernel, **compare(x, out, reference)})
-    ops.elu(x)  # the real kit's build runs the op again
+    try:
+        for build, elu in (("default", ops.elu), ("--use_fast_math", lab.elu)):
+            y = elu(x)  # also makes this build's library the one that runs labkit::elu*
+            grad = torch.ops.labkit.elu_backward(g, x, 1.0)
+            seed = elu(x, version="seed")
+            for kernel, out, reference in (("ops.elu forward (expm1f)", y, ref),
+                                           ("elu_backward (expf)", grad, ref_grad),
+                                           ("seed kernel (expf(x) - 1)", seed, ref)):
+                rows.append({"build": build, "kernel": kernel, **compare(x, out, reference)})
+    finally:
+        ops.elu(x)  # the real kit's build runs labkit::elu* again, whatever happened
     return rows
 
 

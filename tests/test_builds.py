@@ -4,6 +4,7 @@ loader and pass the same op tests: tests/test_<op>.py, run by a child pytest who
 loader's ops, and a second library for labkit::add2 loaded here would replace their kernels.
 CPU-only builds everywhere; CUDA builds where there is a GPU (and, compiled only, where there is nvcc but no GPU)."""
 import os
+import shutil
 import subprocess
 import sys
 
@@ -24,6 +25,8 @@ OP_TESTS = [str(ROOT / "tests" / f"test_{op}.py") for op in OPS]
     ids=lambda p: f"{p[0]}-{'cuda' if p[1] else 'cpu'}")
 def built(request, tmp_path_factory):
     way, cuda = request.param
+    if way == "cmake" and not (shutil.which("cmake") or shutil.which("cmake", path=os.path.dirname(sys.executable))):
+        pytest.skip("cmake not found (install it, or pip install cmake)")
     src = builds.checkout(tmp_path_factory.mktemp(f"{way}-{'cuda' if cuda else 'cpu'}"), OPS)
     return builds.build(way, src, OPS, cuda)
 
