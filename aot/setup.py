@@ -10,7 +10,8 @@ schemas are defined from Python: each op's op.py ships in the package, and impor
 loads the libraries (kit/prebuilt.py, shipped as labkit_aot/_prebuilt.py).
 
 --no-build-isolation: the build must compile against the torch that will run the ops; an isolated build would
-download a torch of its own. Environment: LABKIT_CUDA=1/0 (default: CUDA where torch has it, a GPU is visible and
+download a torch of its own. It then uses this environment's setuptools, which must build wheels itself (70.1 and
+later) or have the `wheel` package beside it. Environment: LABKIT_CUDA=1/0 (default: CUDA where torch has it, a GPU is visible and
 nvcc is found, as for the JIT loader), LABKIT_OPS (default "add2,elu": those present in ../kernels). Objects, the
 wheel's staging and the egg-info go to aot/build/.
 """
