@@ -165,18 +165,27 @@ def test_stale_lock_of_a_killed_build_is_recovered(kit_copy):
 
 
 def test_a_live_build_is_waited_for_with_a_message(kit_copy):
+    """Another process holds the op's build lock: the loader says whom it waits for, waits, then builds."""
     holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
         import fcntl, os, time, pathlib
         from loader import Ops
         op = Ops({str(kit_copy / 'kernels')!r}, build_dir={str(kit_copy / 'build')!r}).add2
         d = op.build_dir(); d.mkdir(parents=True)
         f = open(d.parent / "add2.buildlock", "a+"); fcntl.flock(f, fcntl.LOCK_EX)
-        f.write(str(os.getpid())); f.flush(); print("holding", flush=True); time.sleep(4)
+        f.write(str(os.getpid())); f.flush(); print("holding", flush=True); time.sleep(300)
     """)], stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert holder.stdout.readline().strip() == "holding"
     p = _build_in_subprocess(kit_copy)
-    out, _ = p.communicate(timeout=300)
+    seen = []
+    for line in p.stdout:  # the builder must say it waits, and keep waiting while the holder lives
+        seen.append(line)
+        if "waiting for process" in line:
+            break
+    time.sleep(1.0)
+    assert p.poll() is None, "the builder did not wait for the lock: " + "".join(seen)
+    holder.kill()  # the holder dies: its lock goes with it, and the waiting build proceeds
     holder.wait()
+    out = "".join(seen) + p.communicate(timeout=300)[0]
     assert p.returncode == 0, out
     assert f"waiting for process {holder.pid}, which is building add2 now" in out
     assert "the other build finished after" in out
