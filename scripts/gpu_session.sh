@@ -13,8 +13,8 @@ cd "$(dirname "$0")/.."
 PY=${PY:-python3}
 STEPS=${*:-doctor loader tests bench timing debug}
 TESTS=${TESTS:-}
-TAG=$(basename "${TESTS%% *}" .py); TAG=${TAG:+-$TAG}
-T="timeout ${STEP_TIMEOUT:-540}"
+TAG=$(basename "${TESTS%% *}" .py); TAG=${TAG:+-$TAG}; [ -n "${RUN_TAG:-}" ] && TAG=-$RUN_TAG
+T="timeout ${STEP_TIMEOUT:-540}"  # TIMEOUT_<step>=N overrides it for one step
 export PYTHONUNBUFFERED=1
 if compgen -G ".whl/*.whl" > /dev/null; then
     $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
@@ -28,6 +28,7 @@ echo "== $(date -u +%FT%TZ) $SLUG: $STEPS; TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARC
 rc=0
 for step in $STEPS; do
     t0=$(date +%s)
+    limit=TIMEOUT_$step; T="timeout ${!limit:-${STEP_TIMEOUT:-540}}"
     case $step in
         doctor) { nvidia-smi; $PY -m loader doctor; } > "$R/doctor.txt" 2>&1; tail -n 12 "$R/doctor.txt" ;;
         loader) $T $PY scripts/measure_loader.py > "$R/loader.log" 2>&1 || rc=1; tail -n 20 "$R/loader.log" ;;
