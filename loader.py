@@ -349,17 +349,8 @@ def _torch_uses_lock_file():
 def build(name, cuda=None, kernels_dir=KERNELS, build_dir=None):
     """Build (and load) one op now, CUDA or CPU; returns its build folder. For tests and `make` targets."""
     op = _Op(name, Path(kernels_dir) / name, Path(kernels_dir) / "common", build_dir and Path(build_dir))
-    old = os.environ.get("LABKIT_CUDA")
-    if cuda is not None:
-        os.environ["LABKIT_CUDA"] = "1" if cuda else "0"
-    try:
+    with _environ(LABKIT_CUDA=None if cuda is None else ("1" if cuda else "0")):
         op.refresh()
-    finally:
-        if cuda is not None:
-            if old is None:
-                os.environ.pop("LABKIT_CUDA")
-            else:
-                os.environ["LABKIT_CUDA"] = old
     return op.build_dir(cuda)
 
 

@@ -24,7 +24,6 @@ import datetime
 import importlib.util
 import json
 import platform
-import re
 import sys
 import traceback
 from pathlib import Path
@@ -35,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
 
-from kit import timing  # noqa: E402
+from kit import results, timing  # noqa: E402
 
 GPU_SIZES = [1 << k for k in range(12, 29, 2)]  # 2^12 .. 2^28: 16 KB to 1 GB of float32 per tensor
 GPU_QUICK = [1 << 12, 1 << 16, 1 << 20, 1 << 24]  # 2^24 kept so the bars can still be judged
@@ -74,10 +73,6 @@ def fmt_n(n):
 
 def fmt_gbps(x):
     return "-" if x is None else (f"{x:.0f}" if x >= 100 else f"{x:.1f}")
-
-
-def slug(text):
-    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
 
 
 def cpu_name():
@@ -262,7 +257,7 @@ def main(argv=None, bench_dir=HERE):
         name = torch.cuda.get_device_name(device)
         sizes = GPU_QUICK if args.quick else GPU_SIZES
     date = datetime.date.today().isoformat()
-    out_dir = args.out or ROOT / "results" / f"{date}-{slug(name) if device.type == 'cuda' else 'cpu'}"
+    out_dir = args.out or results.machine_dir(name if device.type == "cuda" else "cpu")
     paths = discover(bench_dir)
     if args.only:
         wanted = set(args.only.split(","))

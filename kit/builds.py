@@ -19,6 +19,7 @@ import torch
 
 import loader
 from kit.devices import run_isolated
+from kit.notebook import touch
 from kit.toolchain import elf_needed, safe_cxx
 
 ROOT = loader.ROOT
@@ -87,8 +88,7 @@ def touch_kernel(kernels, op, cuda):
     path = Path(kernels) / op / (f"{op}.cu" if cuda else f"{op}_cpu.cpp")
     with open(path, "a") as f:
         f.write("// edited, to time a rebuild\n")
-    st = path.stat()  # a new mtime even on a file system with coarse timestamps
-    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
+    touch(path)
     return path
 
 

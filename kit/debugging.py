@@ -18,6 +18,7 @@ from pathlib import Path
 import torch
 
 import loader
+from kit import results
 from kit.devices import run_isolated
 
 ROOT = loader.ROOT
@@ -486,8 +487,7 @@ def record(out_dir=None, builds=True):
     gpu = torch.cuda.get_device_name(0)
     rec = {"date": datetime.date.today().isoformat(), "gpu": gpu, "torch": torch.__version__,
            "python": platform.python_version(), "cases": {}}
-    slug = re.sub(r"[^a-z0-9]+", "-", gpu.lower()).strip("-")
-    out = Path(out_dir or ROOT / "results" / f"{rec['date']}-{slug}")
+    out = Path(out_dir or results.machine_dir(gpu))
     out.mkdir(parents=True, exist_ok=True)
     print(f"recording on {gpu}, torch {torch.__version__}, into {out / 'debug.json'}", flush=True)
     loader.build("debug_lab")  # once, here, so that the children only load it

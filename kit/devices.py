@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import torch
 
 import loader
+from kit import results
 
 
 def gpus():
@@ -122,7 +123,6 @@ def record(out_dir=None):
     """Run the lesson's two-GPU cases and write results/<date>-<gpu>-x<N>/multi_gpu.json, which 03_multi_gpu.ipynb
     shows on machines with fewer GPUs. Run on a machine with two or more GPUs: `python -m kit.devices`."""
     import datetime
-    import re
     import time
     from pathlib import Path
 
@@ -150,8 +150,7 @@ def record(out_dir=None):
     rec["sync"] = {"kernel_on": "cuda:1", "current": "cuda:0", "synchronize()_s": t_current,
                    "synchronize(1)_s": t_dev1}
     print(f"synchronize() returned after {t_current * 1e3:.2f} ms; synchronize(1) after {t_dev1 * 1e3:.1f} ms")
-    slug = re.sub(r"[^a-z0-9]+", "-", torch.cuda.get_device_name(0).lower()).strip("-")
-    out = Path(out_dir or loader.ROOT / "results" / f"{rec['date']}-{slug}-x{n}")
+    out = Path(out_dir or results.machine_dir(torch.cuda.get_device_name(0), suffix=f"-x{n}"))
     out.mkdir(parents=True, exist_ok=True)
     (out / "multi_gpu.json").write_text(json.dumps(rec, indent=1) + "\n")
     print(f"wrote {out / 'multi_gpu.json'}")
@@ -159,10 +158,8 @@ def record(out_dir=None):
 
 def recorded():
     """The newest recorded two-GPU run shipped in results/, or None."""
-    from pathlib import Path
-
-    files = sorted(Path(loader.ROOT / "results").glob("*/multi_gpu.json"))
-    return json.loads(files[-1].read_text()) | {"file": str(files[-1].relative_to(loader.ROOT))} if files else None
+    files = sorted(results.root().glob("*/multi_gpu.json"))
+    return json.loads(files[-1].read_text()) | {"file": str(files[-1].relative_to(results.root().parent))} if files else None
 
 
 if __name__ == "__main__":

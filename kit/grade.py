@@ -11,14 +11,11 @@ no GPU. For an instructor:
 import argparse
 import importlib.util
 import json
-import math
 import re
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
-import textwrap
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 

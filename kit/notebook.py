@@ -1,5 +1,6 @@
 """Small helpers the notebooks share: show a function from a kernel file, edit a scratch copy of the kit,
 and say plainly when a cell needs a GPU this machine lacks."""
+import os
 import re
 import shutil
 import tempfile
@@ -69,12 +70,16 @@ def scratch_kit(*op_names):
 
 def edit(path, old, new):
     """Replace `old` by `new` in a file, as a student would in the editor (and make sure the mtime moves)."""
-    import os
-
     p = Path(path)
     text = p.read_text()
     if old not in text:
         raise ValueError(f"{old!r} not found in {p}")
     p.write_text(text.replace(old, new, 1))
-    st = p.stat()
-    os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
+    touch(p)
+
+
+def touch(path):
+    """Move a just-written file's mtime 1 ms on: on a file system with a coarse clock, an edit right after a build
+    could otherwise keep the build's mtime, and neither the loader nor ninja would see it."""
+    st = Path(path).stat()
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import torch
 
-from kit import timing
+from kit import results, timing
 from kit.timing import SYNC_MODES, device_time, host_time
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -221,14 +221,10 @@ def device_name(device):
     return torch.cuda.get_device_name(dev) if dev.type == "cuda" else "CPU"
 
 
-def results_dir():
-    return Path(os.environ.get("LABKIT_RESULTS_DIR", ROOT / "results"))
-
-
 def latest(filename, kind="cuda"):
     """The newest results/*/<filename> recorded on a `kind` device: (data, path), or (None, None)."""
     found = []
-    for path in results_dir().glob(f"*/{filename}"):
+    for path in results.root().glob(f"*/{filename}"):
         try:
             data = json.loads(path.read_text())
         except (OSError, ValueError):
@@ -473,17 +469,13 @@ def main(argv=None):
         return 0
     dev = torch.device("cpu") if args.cpu else timing.default_device()
     name = device_name(dev)
-    out_dir = args.out or results_dir() / f"{datetime.date.today().isoformat()}-{_slug(name)}"
+    out_dir = args.out or results.machine_dir(name)
     print(f"recording notebook 04's measurements on {name}:")
     rec = record(dev, quick=args.quick)
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / RECORD).write_text(json.dumps(rec) + "\n")
     print(f"\nwrote {out_dir / RECORD}\n\n{summary(rec)}")
     return 1 if rec["errors"] else 0
-
-
-def _slug(text):
-    return "-".join("".join(ch if ch.isalnum() else " " for ch in text.lower()).split())
 
 
 if __name__ == "__main__":

@@ -21,8 +21,8 @@ if compgen -G ".whl/*.whl" > /dev/null; then
         && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
 fi
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
-SLUG=$($PY -c "import re, torch; n = torch.cuda.get_device_name() if torch.cuda.is_available() else 'cpu'; print(re.sub(r'[^a-z0-9]+', '-', n.lower()).strip('-'))")
-R=results/$(date +%F)-$SLUG
+R=$($PY -m kit.results)  # results/<date>-<gpu>/, named as every recorder names it
+SLUG=$(basename "$R")
 mkdir -p "$R"
 echo "== $(date -u +%FT%TZ) $SLUG: $STEPS; TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-unset} CC=${CC:-unset} CXX=${CXX:-unset}"
 rc=0

@@ -7,23 +7,16 @@ Run: python scripts/measure_loader.py
 import datetime
 import json
 import os
-import re
 import statistics
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-
-def machine_slug():
-    import torch
-
-    name = torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu"
-    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+from kit import results  # noqa: E402
 
 
 def py(code, env=None):
@@ -90,13 +83,13 @@ def main():
 
     import torch
 
-    res = {"date": datetime.date.today().isoformat(), "machine": machine_slug(), "torch": torch.__version__,
+    res = {"date": datetime.date.today().isoformat(), "machine": results.slug(results.machine_name()), "torch": torch.__version__,
            "cpus": os.cpu_count(), "MAX_JOBS": os.environ.get("MAX_JOBS"),
            "TORCH_CUDA_ARCH_LIST": os.environ.get("TORCH_CUDA_ARCH_LIST")}
     res.update(import_overhead())
     with tempfile.TemporaryDirectory() as tmp:
         res.update(builds(Path(tmp)))
-    out = ROOT / "results" / f"{res['date']}-{res['machine']}"
+    out = results.machine_dir()
     out.mkdir(parents=True, exist_ok=True)
     (out / "loader.json").write_text(json.dumps(res, indent=1) + "\n")
     print(json.dumps(res, indent=1))

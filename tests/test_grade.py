@@ -1,12 +1,10 @@
 """The grader is itself tested: every reference solution passes, every untouched stub fails with a useful message,
 and plausible wrong answers each fail on the check meant to catch them."""
-from pathlib import Path
-
 import pytest
-import torch
 from conftest import HAS_CUDA, N_GPUS
 
 from kit import grade
+from kit.notebook import touch
 
 
 @pytest.fixture(scope="module")
@@ -82,20 +80,13 @@ def test_plausible_wrong_answer_fails_the_check_meant_for_it(solved, exercise, f
     assert right in original, f"{right!r} not in {path}"
     try:
         path.write_text(original.replace(right, wrong, 1))
-        _bump(path)
+        touch(path)
         report = grade.check(exercise, kernels_dir=kernels, quiet=True)
     finally:
         path.write_text(original)
-        _bump(path)
+        touch(path)
     failed = [r.check for r in report.results if r.status == "fail"]
     assert any(c.startswith(check) for c in failed), f"expected {check!r} to fail:\n{report}"
-
-
-def _bump(path):
-    import os
-
-    st = Path(path).stat()
-    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
 
 
 def test_grades_a_class_and_writes_json(tmp_path, solved):

@@ -16,6 +16,7 @@ from conftest import HAS_CUDA, ROOT, run_python
 
 import loader
 from kit.compile_errors import CompileError
+from kit.notebook import edit
 from loader import Ops, ops
 
 
@@ -39,16 +40,6 @@ def test_unknown_op_lists_the_ops():
         ops.add3
 
 
-def _edit(path, old, new):
-    p = Path(path)
-    text = p.read_text()
-    assert old in text, f"{old!r} not in {p}"
-    p.write_text(text.replace(old, new))
-    # a coarse filesystem clock could give the edit the same mtime as the last build
-    st = p.stat()
-    os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
-
-
 def _compiled(capsys):
     line = [ln for ln in capsys.readouterr().out.splitlines() if "[labkit]" in ln][-1]
     m = re.search(r"compiled (.*)$", line)
@@ -63,7 +54,7 @@ def test_live_rebuild_recompiles_only_the_edited_file(kit_copy, capsys):
     cold = ["add2.cpp", "add2.cu", "add2_cpu.cpp"] if loader.cuda_build_wanted() else ["add2.cpp", "add2_cpu.cpp"]
     assert _compiled(capsys) == cold
 
-    _edit(kit_copy / "kernels/add2/add2_cpu.cpp", "load(a[i]) + load(b[i])", "load(a[i]) + 10 * load(b[i])")
+    edit(kit_copy / "kernels/add2/add2_cpu.cpp", "load(a[i]) + load(b[i])", "load(a[i]) + 10 * load(b[i])")
     t0 = time.perf_counter()
     assert torch.equal(lab.add2(a, b), a + 10 * b)
     rebuild = time.perf_counter() - t0
@@ -71,7 +62,7 @@ def test_live_rebuild_recompiles_only_the_edited_file(kit_copy, capsys):
     print(f"CPU kernel edit -> new result in {rebuild:.2f} s", file=sys.stderr)
 
     # a header: cpp_extension.load alone misses these and silently runs the old code
-    _edit(kit_copy / "kernels/common/cpu_half.h", "inline float load(float x) { return x; }",
+    edit(kit_copy / "kernels/common/cpu_half.h", "inline float load(float x) { return x; }",
           "inline float load(float x) { return -x; }")
     assert torch.equal(lab.add2(a, b), -a - 10 * b)
     assert _compiled(capsys) == ["add2_cpu.cpp"]
@@ -90,7 +81,7 @@ def test_editing_op_py_reloads_the_python_face(kit_copy):
     lab = Ops(kit_copy / "kernels", build_dir=kit_copy / "build")
     a = torch.ones(3)
     lab.add2(a, a)
-    _edit(kit_copy / "kernels/add2/op.py", '        return torch.ops.labkit.add2(a, b)',
+    edit(kit_copy / "kernels/add2/op.py", '        return torch.ops.labkit.add2(a, b)',
           '        return torch.ops.labkit.add2(a, b) * 100')
     assert torch.equal(lab.add2(a, a), 200 * a)
     ops.add2(a, a)  # take the op back for the other tests
@@ -100,7 +91,7 @@ def test_compile_error_is_short_and_precise(kit_copy):
     lab = Ops(kit_copy / "kernels", build_dir=kit_copy / "build")
     a = torch.ones(4)
     lab.add2(a, a)
-    _edit(kit_copy / "kernels/add2/add2_cpu.cpp", "load(a[i]) + load(b[i])", "load(a[i]) + load(b[i]) + oops")
+    edit(kit_copy / "kernels/add2/add2_cpu.cpp", "load(a[i]) + load(b[i])", "load(a[i]) + load(b[i]) + oops")
     with pytest.raises(CompileError) as info:
         lab.add2(a, a)
     e = info.value
@@ -116,7 +107,7 @@ def test_compile_error_is_short_and_precise(kit_copy):
         lab.add2(a, a)
     # other ops (here: the kit's own) keep working meanwhile
     assert torch.equal(ops.add2(a, a), 2 * a)
-    _edit(kit_copy / "kernels/add2/add2_cpu.cpp", " + oops", "")
+    edit(kit_copy / "kernels/add2/add2_cpu.cpp", " + oops", "")
     assert torch.equal(lab.add2(a, a), 2 * a)
     ops.add2(a, a)
 
@@ -230,7 +221,7 @@ def test_every_op_compiles_for_cuda(op, tmp_path):
 
 @pytest.mark.skipif(_can_compile_cuda() is not None, reason=f"cannot compile CUDA here: {_can_compile_cuda()}")
 def test_nvcc_error_is_short_and_precise(kit_copy):
-    _edit(kit_copy / "kernels/add2/add2.cu", "c[i] = a[i] + b[i];", "c[i] = a[i] + b[i] + oops;")
+    edit(kit_copy / "kernels/add2/add2.cu", "c[i] = a[i] + b[i];", "c[i] = a[i] + b[i] + oops;")
     r = run_python(textwrap.dedent(f"""
         import loader
         try:
@@ -282,7 +273,7 @@ def test_op_flags_from_op_py_reach_the_compiler(kit_copy):
     lab.add2(a, a)
     with open(kit_copy / "kernels/add2/op.py", "a") as f:
         f.write('\nCXX_FLAGS = ["-DLABKIT_TEST_FLAG=1"]\n')
-    _edit(kit_copy / "kernels/add2/add2_cpu.cpp", "load(a[i]) + load(b[i])", "load(a[i]) + LABKIT_TEST_FLAG * 7 * load(b[i])")
+    edit(kit_copy / "kernels/add2/add2_cpu.cpp", "load(a[i]) + load(b[i])", "load(a[i]) + LABKIT_TEST_FLAG * 7 * load(b[i])")
     assert torch.equal(lab.add2(a, a), 8 * a)
     assert "-DLABKIT_TEST_FLAG=1" in next((kit_copy / "build").glob("*/add2/build.ninja")).read_text()
     ops.add2(a, a)

@@ -30,13 +30,9 @@ def kernel_name(tmp_path_factory):
         "display_name": "labkit tests", "language": "python",
         "env": {"PYTHONPATH": os.pathsep.join([str(ROOT)] + sys.path[1:])},
     }))
-    old = os.environ.get("JUPYTER_PATH")
-    os.environ["JUPYTER_PATH"] = str(spec_dir.parent.parent) + (os.pathsep + old if old else "")
-    yield "labkit-test"
-    if old is None:
-        os.environ.pop("JUPYTER_PATH")
-    else:
-        os.environ["JUPYTER_PATH"] = old
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("JUPYTER_PATH", str(spec_dir.parent.parent), prepend=os.pathsep)
+        yield "labkit-test"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])

@@ -1,0 +1,34 @@
+"""Where measurements go: results/<date>-<machine>/, one folder per machine and day (LABKIT_RESULTS_DIR moves
+results/). Every recorder (make bench, kit.record_timing, kit.record_debug, kit.devices, scripts/measure_loader.py)
+and scripts/gpu_session.sh name their folder here, so one run's files land together."""
+import datetime
+import os
+import re
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def root():
+    return Path(os.environ.get("LABKIT_RESULTS_DIR", ROOT / "results"))
+
+
+def slug(name):
+    """'NVIDIA H200' -> 'nvidia-h200'."""
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+
+
+def machine_name():
+    """This process's current GPU by name, or 'cpu' without one."""
+    return torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu"
+
+
+def machine_dir(name=None, suffix=""):
+    """results/<today>-<machine><suffix>, for the named device (default: machine_name())."""
+    return root() / f"{datetime.date.today().isoformat()}-{slug(name or machine_name())}{suffix}"
+
+
+if __name__ == "__main__":
+    print(machine_dir())
