@@ -16,10 +16,10 @@ TESTS=${TESTS:-}
 TAG=$(basename "${TESTS%% *}" .py); TAG=${TAG:+-$TAG}; [ -n "${RUN_TAG:-}" ] && TAG=-$RUN_TAG
 T="timeout ${STEP_TIMEOUT:-540}"  # TIMEOUT_<step>=N overrides it for one step
 export PYTHONUNBUFFERED=1
-if compgen -G ".whl/*.whl" > /dev/null; then
-    $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-        && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+if compgen -G ".whl/*.whl" > /dev/null && [ ! -d /tmp/site/nbclient ]; then  # once per machine: runs may go in parallel
+    $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
 fi
+[ -d /tmp/site/nbclient ] && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 R=$($PY -m kit.results)  # results/<date>-<gpu>/, named as every recorder names it
 SLUG=$(basename "$R")
