@@ -179,7 +179,10 @@ def build_cmake(src, ops, cuda, build_dir=None):
         configure += [f"-DCMAKE_CUDA_COMPILER={home}/bin/nvcc", f"-DCUDA_TOOLKIT_ROOT_DIR={home}",
                       f"-DCMAKE_CUDA_HOST_COMPILER={cxx}"]
     jobs = ["-j", os.environ["MAX_JOBS"]] if os.environ.get("MAX_JOBS", "").isdigit() else []
-    t1, log1 = _run("cmake", configure, env=_env(cuda))
+    # the compilers CMake finds by itself (CXX, CUDAHOSTCXX, nvcc's default host compiler) must be the safe one too:
+    # CMake takes nvcc's implicit link libraries from a probe with its host compiler
+    env = {**_env(cuda), "CXX": cxx, **({"CUDAHOSTCXX": cxx} if cuda else {})}
+    t1, log1 = _run("cmake", configure, env=env)
     t2, log2 = _run("cmake", [_program("cmake"), "--build", str(build_dir), *jobs], env=_env(cuda))
     libraries = {p.name[len("liblabkit_"):].split(".")[0]: p for p in sorted(build_dir.glob("liblabkit_*.so"))}
     return Built("cmake", cuda, t1 + t2, libraries, {"LABKIT_PREBUILT": str(build_dir)}, log1 + log2, src=src)

@@ -425,9 +425,21 @@ def elu_inputs(device):
                       torch.tensor([-1e-40, -1e-39, -1e-38, 1e-40], device=device)])
 
 
-def fast_math_effect():
+def fast_math_effect(isolated=True):
     """ELU built twice, by default and with --use_fast_math (on a scratch copy: CUDA_FLAGS in its op.py), each
-    measured against PyTorch's own F.elu and elu_backward on the same inputs. GPU only. Returns a list of rows."""
+    measured against PyTorch's own F.elu and elu_backward on the same inputs. GPU only. Returns a list of rows.
+
+    isolated: in a child process. The second build takes over the registered labkit::elu* kernels for a while; a
+    notebook's own process should not have to live through that (on the H200 it once did not: the kernel died)."""
+    if isolated:
+        from kit.devices import run_isolated
+
+        r = run_isolated("from kit.debugging import fast_math_effect\nreport(fast_math_effect(isolated=False))",
+                         timeout=900)
+        if r.result is None:
+            raise RuntimeError(f"fast_math_effect failed in its child process (exit code {r.returncode}):\n"
+                               f"{(r.stdout + r.stderr)[-3000:]}")
+        return r.result
     import torch.nn.functional as F
 
     from kit.notebook import scratch_kit

@@ -227,6 +227,8 @@ STREAM_CHECK = """
     op = Ops({kernels!r}, build_dir={build!r}).ex4_device_guard
     n = 1 << 20
     b = torch.ones(n, device="cuda")
+    op(b, b); torch.cuda.synchronize()  # a first launch loads the kernel (lazy loading), which may wait for the
+                                        # whole GPU and so hide a launch on the wrong stream below
     s = torch.cuda.Stream()
     with torch.cuda.stream(s):
         a = torch.zeros(n, device="cuda")
