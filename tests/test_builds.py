@@ -47,6 +47,9 @@ def test_each_op_has_its_own_library(built):
         assert "libtorch_cpu.so" in needed and "libc10.so" in needed
         assert ("libcudart.so.13" in needed or any(n.startswith("libcudart") for n in needed)) == built.cuda
         assert not any(n.startswith("libpython") for n in needed), "the op libraries must not need Python"
+        # the shared C++ runtime, as torch's: a library with its own static copy crashes at its first exception (the
+        # GPU image's g++ did that to the CMake CUDA build through nvcc's implicit link libraries)
+        assert any(n.startswith(("libstdc++", "libc++")) for n in needed), needed
 
 
 def test_prebuilt_ops_pass_the_op_tests(built):
