@@ -183,7 +183,7 @@ def build_cmake(src, ops, cuda, build_dir=None):
     # CMake takes nvcc's implicit link libraries from a probe with its host compiler
     env = {**_env(cuda), "CXX": cxx, **({"CUDAHOSTCXX": cxx} if cuda else {})}
     t1, log1 = _run("cmake", configure, env=env)
-    t2, log2 = _run("cmake", [_program("cmake"), "--build", str(build_dir), *jobs], env=_env(cuda))
+    t2, log2 = _run("cmake", [_program("cmake"), "--build", str(build_dir), *jobs], env=env)
     libraries = {p.name[len("liblabkit_"):].split(".")[0]: p for p in sorted(build_dir.glob("liblabkit_*.so"))}
     return Built("cmake", cuda, t1 + t2, libraries, {"LABKIT_PREBUILT": str(build_dir)}, log1 + log2, src=src)
 

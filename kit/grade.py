@@ -158,12 +158,13 @@ def grade_ex2_add2_vec4(ops, kit_root):
         return report
     from kit.timing import device_time
 
+    def medians(n, **reps):  # seconds: our op, then a copy, on the same n floats
+        a, b, out = (torch.randn(n, device="cuda") for _ in range(3))
+        return device_time(lambda: op(a, b, out=out), **reps).median, device_time(lambda: out.copy_(a), **reps).median
+
     # A correct answer can still be hopelessly slow (a tail loop that runs from i to n makes the kernel quadratic:
     # minutes per call at 2^26). So first a few calls at 2^20, and 2^26 only if those are within reach of a copy.
-    n = 1 << 20
-    a, b, out = (torch.randn(n, device="cuda") for _ in range(3))
-    ours = device_time(lambda: op(a, b, out=out), warmup=0, reps=3).median
-    copy = device_time(lambda: out.copy_(a), warmup=0, reps=3).median
+    ours, copy = medians(1 << 20, warmup=0, reps=3)
     if ours > 20 * copy:
         report.add("bandwidth against a copy (n = 2^26)", False,
                    f"far too slow to measure at 2^26: at n = 2^20 one call takes {ours * 1e6:.0f} us, "
@@ -171,9 +172,7 @@ def grade_ex2_add2_vec4(ops, kit_root):
                    "does a thread loop over more than its own pack? only the last, partial pack needs a loop")
         return report
     n = 1 << 26
-    a, b, out = (torch.randn(n, device="cuda") for _ in range(3))
-    ours = device_time(lambda: op(a, b, out=out)).median
-    copy = device_time(lambda: out.copy_(a)).median
+    ours, copy = medians(n)
     gbs, copy_gbs = 12 * n / ours / 1e9, 8 * n / copy / 1e9
     ratio = gbs / copy_gbs
     report.add("bandwidth against a copy (n = 2^26)", ratio >= 0.9,
