@@ -34,6 +34,7 @@ def built(request, tmp_path_factory):
 def _pytest_child(built, *args):
     env = {**os.environ, **built.env, "PYTHONPATH": os.pathsep.join(filter(None, [built.env.get("PYTHONPATH"),
                                                                               str(ROOT)]))}
+    env.pop("PYTEST_ADDOPTS", None)  # the parent's -k or -x would select in the child's run, not this one's
     if not built.cuda:  # a CPU-only build has no CUDA kernels: the child sees no GPU, so its CUDA tests skip
         env["CUDA_VISIBLE_DEVICES"] = ""
     return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-x", *args], env=env, cwd=ROOT,
