@@ -6,13 +6,11 @@
 // Maratyszcza's FP16 library); they need IEEE float arithmetic, so never build them with -ffast-math.
 #pragma once
 #include <cstdint>
-#include <cstring>
+
+#include "kit.h"  // f32_bits, f32_from_bits
 
 struct half_t { uint16_t bits; };
 struct bf16_t { uint16_t bits; };
-
-inline uint32_t f32_bits(float f) { uint32_t u; std::memcpy(&u, &f, 4); return u; }
-inline float f32_from_bits(uint32_t u) { float f; std::memcpy(&f, &u, 4); return f; }
 
 // bfloat16 is the top half of a float: widening is a shift, narrowing rounds the low 16 bits away.
 inline float to_float(bf16_t h) { return f32_from_bits(uint32_t(h.bits) << 16); }

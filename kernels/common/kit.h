@@ -6,6 +6,7 @@
 // sizes and DType below.
 #pragma once
 #include <cstdint>
+#include <cstring>
 
 // A function both the CPU and the GPU can run (the exercises' "thread" functions are written once, for both).
 #ifdef __CUDACC__
@@ -13,6 +14,27 @@
 #else
 #define KIT_HD
 #endif
+
+// A float's 32 bits and back, unchanged (the 16-bit conversions and ELU's 2^j are built from them). On the GPU
+// one register move; on the CPU memcpy, the one well-defined way in C++17, which compilers turn into a move too.
+inline KIT_HD uint32_t f32_bits(float f) {
+#ifdef __CUDA_ARCH__
+    return __float_as_uint(f);
+#else
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    return u;
+#endif
+}
+inline KIT_HD float f32_from_bits(uint32_t u) {
+#ifdef __CUDA_ARCH__
+    return __uint_as_float(u);
+#else
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+#endif
+}
 
 // Blocks of `b` threads needed to cover `a` elements. Sizes are int64_t: a tensor can hold more than
 // 2^31 elements (8 GiB of float), and an `int n` silently wraps there.

@@ -3,7 +3,6 @@
 #pragma once
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 
 #include "kit.h"
 
@@ -44,25 +43,6 @@ cudaError_t elu_seed_smem_cuda(float* y, const float* x, int n, cudaStream_t str
 #define ELU_HD inline
 #endif
 
-ELU_HD float float_from_bits(uint32_t u) {
-#ifdef __CUDA_ARCH__
-    return __uint_as_float(u);
-#else
-    float f;
-    std::memcpy(&f, &u, 4);
-    return f;
-#endif
-}
-ELU_HD uint32_t bits_of_float(float f) {
-#ifdef __CUDA_ARCH__
-    return __float_as_uint(f);
-#else
-    uint32_t u;
-    std::memcpy(&u, &f, 4);
-    return u;
-#endif
-}
-
 ELU_HD float expm1_short(float x) {
     const float x0 = x;
     x = x < -32.0f ? -32.0f : x;                       // e^-32 - 1 is -1 in float; keeps 2^j normal; NaN passes
@@ -78,7 +58,7 @@ ELU_HD float expm1_short(float x) {
     r = fmaf(r, f, 1.66666716e-1f);
     r = fmaf(r, f, 4.99999970e-1f);
     const float p = fmaf(r, f * f, f);
-    const float two_j = float_from_bits((bits_of_float(jm) << 23) + 0x3F800000u);  // exponent field j + 127
+    const float two_j = f32_from_bits((f32_bits(jm) << 23) + 0x3F800000u);  // exponent field j + 127
     const float y = fmaf(p, two_j, two_j - 1.0f);      // 2^j p + (2^j - 1), rounded once
     return copysignf(y, x0);                           // e^x - 1 has the sign of x, and of a zero x: -0 -> -0
 }
