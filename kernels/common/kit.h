@@ -15,26 +15,18 @@
 #define KIT_HD
 #endif
 
-// A float's 32 bits and back, unchanged (the 16-bit conversions and ELU's 2^j are built from them). On the GPU
-// one register move; on the CPU memcpy, the one well-defined way in C++17, which compilers turn into a move too.
-inline KIT_HD uint32_t f32_bits(float f) {
-#ifdef __CUDA_ARCH__
-    return __float_as_uint(f);
-#else
-    uint32_t u;
-    std::memcpy(&u, &f, 4);
-    return u;
-#endif
+// A value's bits as another type of the same size (C++20's std::bit_cast). memcpy is the well-defined way in
+// C++17; g++ and nvcc (host and device) turn it into a register move. f32_bits and f32_from_bits build the
+// 16-bit conversions (cpu_half.h) and ELU's 2^j (elu.h).
+template <typename To, typename From>
+inline KIT_HD To bit_cast(const From& v) {
+    static_assert(sizeof(To) == sizeof(From), "bit_cast needs types of one size");
+    To out;
+    memcpy(&out, &v, sizeof(To));
+    return out;
 }
-inline KIT_HD float f32_from_bits(uint32_t u) {
-#ifdef __CUDA_ARCH__
-    return __uint_as_float(u);
-#else
-    float f;
-    std::memcpy(&f, &u, 4);
-    return f;
-#endif
-}
+inline KIT_HD uint32_t f32_bits(float f) { return bit_cast<uint32_t>(f); }
+inline KIT_HD float f32_from_bits(uint32_t u) { return bit_cast<float>(u); }
 
 // Blocks of `b` threads needed to cover `a` elements. Sizes are int64_t: a tensor can hold more than
 // 2^31 elements (8 GiB of float), and an `int n` silently wraps there.
