@@ -432,8 +432,6 @@ def fast_math_effect(isolated=True):
     isolated: in a child process. The second build takes over the registered labkit::elu* kernels for a while; a
     notebook's own process should not have to live through that (on the H200 it once did not: the kernel died)."""
     if isolated:
-        from kit.devices import run_isolated
-
         r = run_isolated("from kit.debugging import fast_math_effect\nreport(fast_math_effect(isolated=False))",
                          timeout=900)
         if r.result is None:
