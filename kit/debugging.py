@@ -628,7 +628,5 @@ def format_case(value):
 
 def recorded():
     """The newest recording shipped in results/ (a dict with 'file'), or None."""
-    files = sorted(ROOT.glob("results/*/debug.json"), key=lambda p: (json.loads(p.read_text()).get("date", ""), str(p)))
-    if not files:
-        return None
-    return json.loads(files[-1].read_text()) | {"file": str(files[-1].relative_to(ROOT))}
+    data, path = results.newest("debug.json")
+    return None if data is None else data | {"file": str(results.shown(path))}

@@ -158,8 +158,8 @@ def record(out_dir=None):
 
 def recorded():
     """The newest recorded two-GPU run shipped in results/, or None."""
-    files = sorted(results.root().glob("*/multi_gpu.json"))
-    return json.loads(files[-1].read_text()) | {"file": str(files[-1].relative_to(results.root().parent))} if files else None
+    data, path = results.newest("multi_gpu.json")
+    return None if data is None else data | {"file": str(results.shown(path))}
 
 
 if __name__ == "__main__":

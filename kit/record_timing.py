@@ -223,23 +223,11 @@ def device_name(device):
 
 def latest(filename, kind="cuda"):
     """The newest results/*/<filename> recorded on a `kind` device: (data, path), or (None, None)."""
-    found = []
-    for path in results.root().glob(f"*/{filename}"):
-        try:
-            data = json.loads(path.read_text())
-        except (OSError, ValueError):
-            continue
-        if data.get("kind") == kind:
-            found.append((data.get("date", ""), path.parent.name, data, path))
-    if not found:
-        return None, None
-    _, _, data, path = max(found, key=lambda f: (f[0], f[1]))
-    return data, path
+    return results.newest(filename, keep=lambda data: data.get("kind") == kind)
 
 
 def _label(data, path):
-    where = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
-    return f"recorded on {data['device']} on {data['date']} (torch {data['torch']}), from {where}"
+    return f"recorded on {data['device']} on {data['date']} (torch {data['torch']}), from {results.shown(path)}"
 
 
 def result(name, measure):

@@ -2,6 +2,7 @@
 results/). Every recorder (make bench, kit.record_timing, kit.record_debug, kit.devices, scripts/measure_loader.py)
 and scripts/gpu_session.sh name their folder here, so one run's files land together."""
 import datetime
+import json
 import os
 import re
 from pathlib import Path
@@ -28,6 +29,28 @@ def machine_name():
 def machine_dir(name=None, suffix=""):
     """results/<today>-<machine><suffix>, for the named device (default: machine_name())."""
     return root() / f"{datetime.date.today().isoformat()}-{slug(name or machine_name())}{suffix}"
+
+
+def newest(filename, keep=lambda data: True):
+    """The newest root()/*/<filename> (by the date it records, then by folder name) whose data `keep` accepts:
+    (data, path), or (None, None). What the notebooks show on machines that cannot measure it themselves."""
+    found = []
+    for path in root().glob(f"*/{filename}"):
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if keep(data):
+            found.append(((data.get("date", ""), path.parent.name), data, path))
+    if not found:
+        return None, None
+    _, data, path = max(found, key=lambda f: f[0])
+    return data, path
+
+
+def shown(path):
+    """A results path as the notebooks print it: from the repository's root where it lies inside it."""
+    return path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
 
 
 if __name__ == "__main__":

@@ -283,7 +283,7 @@ def test_recorded_is_the_newest_recording(tmp_path, monkeypatch):
     for date, gpu in (("2026-11-30", "old"), ("2026-12-02", "new"), ("2026-12-01", "middle")):
         (tmp_path / "results" / f"{date}-{gpu}").mkdir(parents=True)
         (tmp_path / "results" / f"{date}-{gpu}" / "debug.json").write_text(json.dumps({"date": date, "gpu": gpu}))
-    monkeypatch.setattr(debugging, "ROOT", tmp_path)
+    monkeypatch.setenv("LABKIT_RESULTS_DIR", str(tmp_path / "results"))
     assert debugging.recorded()["gpu"] == "new"
-    monkeypatch.setattr(debugging, "ROOT", tmp_path / "nothing")
+    monkeypatch.setenv("LABKIT_RESULTS_DIR", str(tmp_path / "nothing"))
     assert debugging.recorded() is None
