@@ -16,8 +16,11 @@ endif
 
 ##@ Main
 
+# Jupyter refuses to start as root without --allow-root; containers and rented GPU machines often run as root
+LAB_AS_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
+
 lab: $(ENV_READY) ## Start JupyterLab on the kit (notebooks/ to learn, kernels/ to edit); LAB_ARGS="--no-browser" etc.
-	$(PY) -m jupyter lab --ServerApp.root_dir="$(CURDIR)" $(LAB_ARGS) notebooks/01_add2.ipynb
+	$(PY) -m jupyter lab --ServerApp.root_dir="$(CURDIR)" $(LAB_AS_ROOT) $(LAB_ARGS) notebooks/01_add2.ipynb
 
 test: $(ENV_READY) ## Run every test (CUDA tests run where there is a GPU, and say why they skip where not)
 	@$(PY) -m pytest $(PYTEST_ARGS); rc=$$?; \
