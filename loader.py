@@ -31,8 +31,11 @@ from pathlib import Path
 
 import torch
 
+from kit import watch
 from kit.compile_errors import CompileError, LoadError
 from kit.toolchain import safe_cxx
+
+is_compiling = torch.compiler.is_compiling
 
 ROOT = Path(__file__).resolve().parent
 KERNELS = ROOT / "kernels"
@@ -89,37 +92,99 @@ def build_root():
 
 
 class Ops:
-    """`ops.<folder>` is the friendly function of kernels/<folder>/op.py, rebuilt when its files change."""
+    """`ops.<folder>` is the op of kernels/<folder>/: call it like a function; it builds on first use and rebuilds
+    when a file of its folder (or of common/) changes."""
 
     def __init__(self, kernels_dir=KERNELS, build_dir=None):
         self._kernels = Path(kernels_dir).resolve()
         self._build_dir = Path(build_dir) if build_dir else None
         self._ops = {}
+        self._watch = None  # kit.watch.Watch once an op was first used; None where watching cannot work
+        self._watch_started = False
+        for name in self.__dir__():  # plain attributes from the start: torch.compile finds them without __getattr__
+            self._add(name)
 
-    def __getattr__(self, name):
+    def _add(self, name):
+        op = self._ops[name] = _Op(name, self._kernels / name, self._kernels / "common", self._build_dir, self)
+        self.__dict__[name] = op.front
+        return op.front
+
+    def __getattr__(self, name):  # an op folder made after this object
         if name.startswith("_"):
             raise AttributeError(name)
         with _lock:
             if name not in self._ops:
-                folder = self._kernels / name
-                if not (folder / "op.py").is_file():
-                    raise AttributeError(f"no op {name!r}: expected a folder {folder} with an op.py; ops here: "
-                                         + ", ".join(self.__dir__()))
-                self._ops[name] = _Op(name, folder, self._kernels / "common", self._build_dir)
-        op = self._ops[name]
-        self.__dict__[name] = op  # later lookups skip __getattr__ (and torch.compile sees a plain attribute)
-        return op
+                if not (self._kernels / name / "op.py").is_file():
+                    raise AttributeError(f"no op {name!r}: expected a folder {self._kernels / name} with an op.py; "
+                                         "ops here: " + ", ".join(self.__dir__()))
+                self._add(name)
+        return self._ops[name].front
 
     def __dir__(self):
         return sorted(p.parent.name for p in self._kernels.glob("*/op.py"))
+
+    def _take_events(self):
+        """Start watching on first use; mark the ops whose folders changed since the last look as stale."""
+        if not self._watch_started:
+            self._watch_started = True
+            self._watch = watch.start(self._kernels)
+            if self._watch is not None:
+                self._watch.on_close.append(self._stop_watching)
+        if self._watch is None:
+            return
+        touched = self._watch.take()
+        if touched & {"common", "*"}:
+            touched = set(self._ops)
+        for name in touched & set(self._ops):
+            self._ops[name].stale = True
+
+    def _stop_watching(self):  # a forked child: check files on every call from now on
+        self._watch = None
+        for op in self._ops.values():
+            op.stale, op._pending = True, watch.always
+
+
+def _constant_for_compile(fn):
+    """torch.compiler.assume_constant_result(fn): torch.compile calls fn while it traces, instead of tracing it. That
+    decorator imports torch._dynamo (~1 s) and only sets this attribute, so without torch._dynamo loaded we set it
+    ourselves (tests/test_loader.py's compile-first test fails if that ever stops working)."""
+    if "torch._dynamo" in sys.modules:
+        return torch.compiler.assume_constant_result(fn)
+    fn._dynamo_marked_constant = True
+    return fn
+
+
+def _front(op):
+    """What `ops.<name>` is: a plain function (a call costs less than a method's) that checks for edits, then calls
+    the friendly function of op.py. The whole per-call cost of the kit is this check: one epoll_wait(0), ~0.3 us,
+    which says whether any file changed (kit/watch.py). `help(ops.<name>)` shows the friendly function."""
+
+    def call(*args, **kwargs):
+        if is_compiling():
+            op._ready()
+        elif op.stale or op._pending(0):
+            op.refresh()
+        return op._fn(*args, **kwargs)
+
+    call.__name__ = call.__qualname__ = op.name
+    call.__doc__ = f"The op of {op.folder}: builds on first call. help() shows its signature once built."
+    call.op = op  # the machinery: op.refresh(), op.flags(cuda), op.build_dir(), op.sources(cuda)
+    call.refresh, call.flags, call.build_dir, call.sources = op.refresh, op.flags, op.build_dir, op.sources
+    return call
 
 
 class _Op:
     """One op folder: its Python face (op.py), its build, and the library loaded for it."""
 
-    def __init__(self, name, folder, common, build_dir):
+    __slots__ = ("name", "folder", "common", "_build_parent", "_owner", "stale", "_pending", "_built", "_failed",
+                 "_py_sig", "_fn", "_mod", "_loads", "_dirs", "_files", "_ready", "_so", "front", "__weakref__")
+
+    def __init__(self, name, folder, common, build_dir, owner=None):
         self.name, self.folder, self.common = name, folder, common
         self._build_parent = build_dir
+        self._owner = owner
+        self.stale = True  # a file may have changed since the last check: check before the next call
+        self._pending = watch.always  # the watch's epoll: a non-empty list when some file changed
         self._built = None  # signature of the sources behind the library loaded now
         self._failed = None  # (signature, error) of the last failed build, re-raised until a file changes
         self._py_sig = None
@@ -127,10 +192,15 @@ class _Op:
         self._loads = 0
         self._dirs = self._files = None
 
-    def __call__(self, *args, **kwargs):
-        if not torch.compiler.is_compiling():
+        def ready():  # torch.compile runs this once while it traces a call, so the op exists before the graph does
             self.refresh()
-        return self._fn(*args, **kwargs)
+            return True
+
+        self._ready = _constant_for_compile(ready)
+        self.front = _front(self)
+
+    def __call__(self, *args, **kwargs):
+        return self.front(*args, **kwargs)
 
     def __repr__(self):
         return f"<op {self.name} from {self.folder}>"
@@ -139,7 +209,7 @@ class _Op:
 
     def _signature(self):
         """mtimes and sizes of the op's sources and of common/, plus what decides the kind of build.
-        Runs on every call, so it stats the files only; the folders are listed again when they change."""
+        The folders are listed again only when they change."""
         dirs = (os.stat(self.folder).st_mtime_ns, os.stat(self.common).st_mtime_ns)
         if dirs != self._dirs:
             self._files = sorted(str(p) for d in (self.folder, self.common) for p in d.iterdir()
@@ -153,9 +223,17 @@ class _Op:
         return dirs, stats, cuda_build_wanted(), os.environ.get("TORCH_CUDA_ARCH_LIST")
 
     def refresh(self):
-        """Rebuild and reload if a file of the op changed since the last build; otherwise cost a few stats."""
+        """Rebuild and reload if a file of the op changed since the last build. Where the files are watched
+        (kit/watch.py), that is asked of the watch first, and the files are statted only after an event."""
+        owner = self._owner
+        if owner is not None:
+            owner._take_events()
+            if not self.stale and owner._watch is not None:
+                return  # the events were about other ops
+        watching = owner is not None and owner._watch is not None
         sig = self._signature()
         if sig == self._built and _active.get(self.name) is self:
+            self.stale = not watching
             return
         with _lock:
             if self._failed and self._failed[0] == sig:
@@ -163,13 +241,15 @@ class _Op:
             self._load_python()
             if sig == self._built:  # only another copy of the kit took over the op: take it back
                 self._load_library(self._so, rebuilt=False)
-                return
-            try:
-                self._build(sig)
-            except Exception as e:
-                if hasattr(e, "again"):
-                    self._failed = (sig, e)
-                raise
+            else:
+                try:
+                    self._build(sig)
+                except Exception as e:
+                    if hasattr(e, "again"):
+                        self._failed = (sig, e)
+                    raise
+        self.stale = not watching
+        self._pending = owner._watch.pending if watching else watch.always
 
     def _load_python(self):
         path = self.folder / "op.py"
@@ -198,6 +278,7 @@ class _Op:
             _registered.add(self.name)
         self._fn = getattr(mod, self.name)
         self._mod, self._py_sig = mod, sig
+        self.front.__doc__, self.front.__wrapped__ = self._fn.__doc__, self._fn  # help(ops.<name>) shows these
 
     # -- build and load ----------------------------------------------------------------------------
 
@@ -268,6 +349,9 @@ class _Op:
                 warnings.filterwarnings("ignore", message=".*Overriding a previously registered kernel.*")
                 torch.ops.load_library(str(copy))
         self._loads += 1
+        before = _active.get(self.name)
+        if before is not None and before is not self:
+            before.stale = True  # its next call must load its own library again
         _active[self.name] = self
 
 

@@ -7,8 +7,8 @@ bytes the op must move (forward: read x, write y; backward: read grad_out and x,
 run.py computes GB/s and sets each against a copy of the same bytes.
 
 The backward is timed alone (one kernel call, not an autograd graph), the same for ours and PyTorch's. Ours is
-called as torch.ops.labkit.* directly: the loader's ops.elu first checks the kernel files for edits, host time
-that PyTorch's ops do not pay.
+called as torch.ops.labkit.* directly, as PyTorch's are: what ops.elu adds on the host (its edit check and friendly
+call) is measured apart, per call, by bench/calls.py.
 """
 import torch
 import torch.nn.functional as F
@@ -19,11 +19,14 @@ ALPHA = 1.0  # the seed's kernels have alpha fixed at 1
 BIG = 1 << 24  # float16 and float64 are measured from here up
 DTYPES = (torch.float32, torch.bfloat16, torch.float16, torch.float64)
 
-# Issue 3's bar, from 2^24 elements on: at least PyTorch's throughput (0.97 of it) where memory is the limit for
-# both, and 1.5 times it in the 16-bit types, where PyTorch's expm1f arithmetic is its limit (~2.6 of 4.2 TB/s)
-BARS = [{"op": "elu", "pass": pass_, "dtype": dtype, "min_n": BIG, "impl": "ours", "vs": "torch",
-         "at_least": 0.97 if dtype in ("float32", "float64") else 1.5, "device": "cuda"}
+# The bars, from 2^24 elements on (issue 13). A memory-bound kernel can do no better than a copy of the same bytes,
+# so every pass in every dtype is held to 0.97 of one; and float32's forward to F.elu's own speed. (Issue 3's 1.5x
+# F.elu for 16-bit types is withdrawn: at 2^24 a copy itself is only ~1.46x F.elu there.)
+BARS = [{"op": "elu", "pass": pass_, "dtype": dtype, "min_n": BIG, "impl": "ours", "vs": "copy", "at_least": 0.97,
+         "device": "cuda"}
         for pass_ in ("forward", "backward") for dtype in ("float32", "float64", "bfloat16", "float16")]
+BARS.append({"op": "elu", "pass": "forward", "dtype": "float32", "min_n": BIG, "impl": "ours", "vs": "torch",
+             "at_least": 1.00, "device": "cuda"})
 
 
 def run(bench):

@@ -12,6 +12,10 @@ a row. `bench.sizes` are the element counts to run (2^12 to 2^28 by powers of 4;
 `bench.device` the torch.device to allocate on. A module may also define BARS (see evaluate_bars) to have
 PASS/FAIL lines in the summary.
 
+After the bandwidths, bench/calls.py measures what a caller pays per call at small sizes (ops.<op>, the registered
+operator and PyTorch's op, host time and, on a GPU, one call end to end), on the CPU and the GPU; on a machine
+without a GPU that table is all it measures.
+
 This script then times a copy of each row's nbytes (nbytes/2 read, nbytes/2 written: the ceiling for moving that
 many bytes) and writes results/<date>-<gpu>/: bench.json (every row, the copies, device, torch version, date),
 bench.md (the table and the bars) and one PNG per op/pass/dtype (GB/s against n, quartile bands, copy line).
@@ -31,10 +35,13 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(HERE))  # bench/calls.py, also when this file is imported by path (tests/test_timing.py)
 
 import torch  # noqa: E402
 
 from kit import results, timing  # noqa: E402
+
+import calls  # noqa: E402  (bench/calls.py: what a caller pays per call)
 
 GPU_SIZES = [1 << k for k in range(12, 29, 2)]  # 2^12 .. 2^28: 16 KB to 1 GB of float32 per tensor
 GPU_QUICK = [1 << 12, 1 << 16, 1 << 20, 1 << 24]  # 2^24 kept so the bars can still be judged
@@ -131,10 +138,12 @@ def measure_copies(rows, device, budget, log=print):
 # ----------------------------------------------------------------------------------------------
 # Bars, table, plots
 
-def evaluate_bars(rows, bars, device_type):
+def evaluate_bars(rows, bars, device_type, copies=()):
     """Each bar is a dict: op, pass, dtype (name), min_n, impl, vs, at_least, and device ("cuda" by default):
-    "at every n >= min_n, impl's GB/s is at least `at_least` times vs's". Returns (bar, status, detail) with
-    status PASS, FAIL, or "not measured" (no such rows here, or a bar for another kind of device)."""
+    "at every n >= min_n, impl's GB/s is at least `at_least` times vs's". vs may be "copy": a copy of the same
+    bytes (from `copies`, run.py's measure_copies), the ceiling of any memory-bound kernel. Returns (bar, status,
+    detail) with status PASS, FAIL, or "not measured" (no such rows here, or a bar for another kind of device)."""
+    copy_gbps = {c["nbytes"]: c["gbps"] for c in copies}
     results = []
     for bar in bars:
         if bar.get("device", "cuda") != device_type:
@@ -142,8 +151,11 @@ def evaluate_bars(rows, bars, device_type):
             continue
         ratios = []
         for n in sorted({r["n"] for r in rows if r["n"] >= bar["min_n"]}):
-            pick = {r["impl"]: r["gbps"] for r in rows if r["op"] == bar["op"] and r["pass"] == bar["pass"]
-                    and r["dtype"] == bar["dtype"] and r["n"] == n}
+            mine = [r for r in rows if r["op"] == bar["op"] and r["pass"] == bar["pass"] and r["dtype"] == bar["dtype"]
+                    and r["n"] == n]
+            pick = {r["impl"]: r["gbps"] for r in mine}
+            if mine and mine[0].get("nbytes") in copy_gbps:
+                pick["copy"] = copy_gbps[mine[0]["nbytes"]]
             if bar["impl"] in pick and bar["vs"] in pick:
                 ratios.append((pick[bar["impl"]] / pick[bar["vs"]], n))
         if not ratios:
@@ -207,6 +219,8 @@ def markdown(result, bar_results):
     for e in result["errors"]:
         out.append(f"- **ERROR** {e['module']} failed; see bench.json")
     out += ["", "## Results", "", table(result["rows"], result["copy"]), ""]
+    if result.get("calls"):
+        out += [calls_markdown(result["calls"], result["device"], result["date"]), ""]
     out += [f"![{op} {p} {d}]({plot_name(op, p, d)})" for op, p, d in groups(result["rows"])]
     return "\n".join(out) + "\n"
 
@@ -245,10 +259,10 @@ def main(argv=None, bench_dir=HERE):
     args = p.parse_args(argv)
 
     if not args.cpu and not torch.cuda.is_available():
-        print("bench/run.py: this machine has no CUDA GPU (torch.cuda.is_available() is False), so there is "
-              "nothing to measure. Run it on a GPU machine; `--cpu` measures the CPU paths instead, to exercise "
-              "the code.")
-        return 0
+        print("bench/run.py: this machine has no CUDA GPU (torch.cuda.is_available() is False), so there are no "
+              "kernel bandwidths to measure. Run it on a GPU machine; `--cpu` measures the CPU paths instead, to "
+              "exercise the code. What a call costs on the CPU is measured all the same:")
+        return per_call_only(args.out or results.machine_dir("cpu"))
     if args.cpu:
         device, name = torch.device("cpu"), cpu_name()
         sizes = CPU_QUICK if args.quick else CPU_SIZES
@@ -272,8 +286,10 @@ def main(argv=None, bench_dir=HERE):
     result = {"device": name, "kind": device.type, "torch": torch.__version__, "cuda": torch.version.cuda,
               "date": date, "quick": args.quick, "sizes": sizes, "rows": bench.rows, "copy": copies,
               "errors": errors}
-    bar_results = evaluate_bars(bench.rows, bars, device.type)
+    bar_results = evaluate_bars(bench.rows, bars, device.type, copies)
     result["bars"] = [{**bar, "status": status, "detail": detail} for bar, status, detail in bar_results]
+    print("per call (bench/calls.py):")
+    result["calls"] = calls.measure("cpu") + (calls.measure(device) if device.type == "cuda" else [])
 
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "bench.json").write_text(json.dumps(result, indent=1) + "\n")
@@ -282,9 +298,37 @@ def main(argv=None, bench_dir=HERE):
     print(f"\nwrote {out_dir}/bench.json, bench.md and {len(groups(bench.rows))} plot(s)")
     for bar, status, detail in bar_results:
         print(f"{status}: {bar_text(bar)} ({detail})")
+    for row in result["calls"]:
+        print(f"{row['status']}: {calls_text(row)}")
     for e in errors:
         print(f"ERROR: {e['module']} failed (traceback above and in bench.json)")
     return 1 if errors else 0
+
+
+def calls_text(row):
+    return (f"per call, {row['op']}{' with requires_grad' if row['grad'] else ''} on {row['device']} at n={row['n']}: "
+            f"ops/PyTorch {row['ratio']:.2f}x <= {calls.BAR}x")
+
+
+def calls_markdown(rows, device, date):
+    return (f"## Per call\n\nHost time per call on {device} ({date}), median of 15 rounds of 2000 calls, the "
+            f"callables taken in turn (bench/calls.py); end to end: CUDA events around one call with the GPU idle "
+            f"before it.\n\n{calls.markdown(rows)}\n")
+
+
+def per_call_only(out_dir):
+    """The per-call table alone, on the CPU (a machine without a GPU): results/<date>-cpu/calls.json and calls.md."""
+    rows = calls.measure("cpu")
+    date = datetime.date.today().isoformat()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    result = {"device": cpu_name(), "torch": torch.__version__, "date": date, "calls": rows}
+    (out_dir / "calls.json").write_text(json.dumps(result, indent=1) + "\n")
+    (out_dir / "calls.md").write_text(f"# What a call costs: {cpu_name()}, {date}\n\ntorch {torch.__version__}.\n\n"
+                                      + calls_markdown(rows, cpu_name(), date))
+    print(f"\nwrote {out_dir}/calls.json and calls.md")
+    for row in rows:
+        print(f"{row['status']}: {calls_text(row)}")
+    return 0
 
 
 if __name__ == "__main__":

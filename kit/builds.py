@@ -120,7 +120,7 @@ if {edit!r}:
     t0 = time.perf_counter()
     getattr(lab, {edit!r}).refresh()
     rebuild = time.perf_counter() - t0
-report({{"cold": cold, "rebuild": rebuild, "libraries": {{op: str(getattr(lab, op)._so) for op in {ops!r}}}}})
+report({{"cold": cold, "rebuild": rebuild, "libraries": {{op: str(getattr(lab, op).op._so) for op in {ops!r}}}}})
 """
 
 

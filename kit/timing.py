@@ -552,3 +552,46 @@ def plot_bandwidth(rows, copies, ax=None, title=None):
     if title:
         ax.set_title(title, fontsize=10)
     return ax
+
+
+# ----------------------------------------------------------------------------------------------
+# What a caller pays: host time per call, and one call end to end
+
+def per_call(fns, *, calls=2000, rounds=15, device=None):
+    """Host time per call of each zero-argument callable in `fns` (a dict name -> fn), in seconds: the median over
+    `rounds` of (time of `calls` back-to-back calls) / calls. The rounds take the callables in turn, so a machine
+    that slows down for a while slows every one of them alike, and their ratios stay fair. On a GPU each round ends
+    with a synchronize (inside its time, spread over `calls` calls), so a queue of launches never builds up."""
+    sync = synchronizer(device)
+    for fn in fns.values():  # warm-up: first calls allocate, load code, fill caches
+        for _ in range(20):
+            fn()
+    sync()
+    times = {name: [] for name in fns}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            sync()
+            times[name].append((time.perf_counter() - t0) / calls)
+    return {name: summarize(ts) for name, ts in times.items()}
+
+
+def end_to_end(fn, device=None, *, reps=200):
+    """One call as a harness that times a submission sees it: the GPU idle, CUDA events recorded just before and
+    just after the call. The start event runs at once, so the time is the host's launch path plus the kernel:
+    what a small op costs a caller, which device_time (a kernel among many, the queue kept full) leaves out."""
+    dev = cuda_device(device, "end_to_end")
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    for _ in range(10):
+        fn()
+    times = []
+    for _ in range(reps):
+        torch.cuda.synchronize(dev)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / 1e3)
+    return summarize(times)

@@ -4,7 +4,8 @@
 # numbers) and, on the device tool's machine, into $OUT as one tarball.
 #
 #   bash scripts/gpu_session.sh [doctor] [loader] [tests] [bench] [timing] [debug] [multi]   (no argument: all but multi)
-#   TESTS="tests/test_elu.py ..." limits the tests step (its log is then pytest-<first file>.log); each step is
+#   TESTS="tests/test_elu.py ..." limits the tests step (its log is then pytest-<first file>.log); WORKERS=8 is how many
+#   pytest-xdist workers run the tests (where xdist is installed); each step is
 #   stopped after STEP_TIMEOUT seconds (default 540) so the results of the others still come back.
 #
 # Uses the machine's own python3 (PY=... to change); Jupyter packages may come as wheels in .whl/.
@@ -32,10 +33,26 @@ for step in $STEPS; do
     case $step in
         doctor) { nvidia-smi; $PY -m loader doctor; } > "$R/doctor.txt" 2>&1; tail -n 12 "$R/doctor.txt" ;;
         loader) $T $PY scripts/measure_loader.py > "$R/loader.log" 2>&1 || rc=1; tail -n 20 "$R/loader.log" ;;
-        tests)  LABKIT_EXECUTED_NOTEBOOKS=/tmp/executed $T $PY -m pytest -q -ra -p no:cacheprovider $TESTS \
-                    --junitxml="$R/pytest$TAG.xml" > "$R/pytest$TAG.log" 2>&1 || rc=1
-                grep -E "passed|failed|error" "$R/pytest$TAG.log" | tail -n 3
-                grep -E "^(FAILED|ERROR)" "$R/pytest$TAG.log" | head -n 30 ;;
+        tests)  # in parallel where pytest-xdist is (the H200 machine has it): one worker per test file (--dist loadfile
+                # keeps a file's tests in order, as they are written), so the whole suite fits one device call; then,
+                # alone, the tests that time the GPU (marked exclusive_gpu: other tests' kernels would skew them)
+                XDIST=""; $PY -c "import xdist" 2>/dev/null && XDIST="-n ${WORKERS:-8} --dist loadfile"
+                export LABKIT_EXECUTED_NOTEBOOKS=/tmp/executed
+                if [ -n "$XDIST" ]; then
+                    $T $PY -m pytest -q -ra -p no:cacheprovider $XDIST -m "not exclusive_gpu" $TESTS \
+                        --junitxml="$R/pytest$TAG.xml" > "$R/pytest$TAG.log" 2>&1; r1=$?
+                    $T $PY -m pytest -q -ra -p no:cacheprovider -m exclusive_gpu $TESTS \
+                        --junitxml="$R/pytest$TAG-exclusive.xml" > "$R/pytest$TAG-exclusive.log" 2>&1; r2=$?
+                    [ $r1 -eq 5 ] && r1=0; [ $r2 -eq 5 ] && r2=0; [ $r1 -ne 0 ] || [ $r2 -ne 0 ] && rc=1
+                else
+                    $T $PY -m pytest -q -ra -p no:cacheprovider $TESTS --junitxml="$R/pytest$TAG.xml" \
+                        > "$R/pytest$TAG.log" 2>&1 || rc=1
+                fi
+                for log in "$R/pytest$TAG.log" "$R/pytest$TAG-exclusive.log"; do
+                    [ -f "$log" ] || continue
+                    grep -E "passed|failed|error" "$log" | tail -n 1
+                    grep -E "^(FAILED|ERROR)" "$log" | head -n 30
+                done ;;
         bench)  if [ -f bench/run.py ]; then $T $PY bench/run.py > "$R/bench.log" 2>&1 || rc=1; tail -n 40 "$R/bench.log"; fi ;;
         timing) if [ -f kit/record_timing.py ]; then $T $PY -m kit.record_timing > "$R/timing.log" 2>&1 || rc=1; tail -n 15 "$R/timing.log"; fi ;;
         multi)  $T $PY -m kit.devices > "$R/multi_gpu.log" 2>&1 || rc=1; tail -n 10 "$R/multi_gpu.log" ;;

@@ -46,18 +46,45 @@ BUILDS = """
     import loader
     root, tmp = Path(os.environ["KIT_ROOT"]), Path(os.environ["KIT_TMP"])
     shutil.copytree(root / "kernels", tmp / "kernels")
+    times_csv = tmp / "nvcc-time.csv"  # nvcc --time: each phase of each nvcc run (cudafe++, cicc, ptxas, gcc, ...)
+    with open(tmp / "kernels/add2/op.py", "a") as f:
+        f.write(chr(10) + f"CUDA_FLAGS = ['--time={times_csv}']" + chr(10))
     lab = loader.Ops(tmp / "kernels", build_dir=tmp / "build")
     dev = "cuda" if loader.cuda_build_wanted() else "cpu"
     a, b = torch.ones(1000, device=dev), torch.ones(1000, device=dev)
     t0 = time.perf_counter(); lab.add2(a, b); cold = time.perf_counter() - t0
-    out = {"device": dev, "cold_build_s": cold, "cuda_edit_to_result_s": [], "cpu_edit_to_result_s": []}
+    out = {"device": dev, "cold_build_s": cold, "cuda_edit_to_result_s": [], "cpu_edit_to_result_s": [],
+           "cuda_edit_breakdown": []}
+    ninja_log = next((tmp / "build").glob("*/add2/.ninja_log"))
+
+    def ninja_steps(start):  # (output, seconds) of what ninja ran since byte `start` of its log
+        lines = ninja_log.read_bytes()[start:].decode().splitlines()
+        return {ln.split(chr(9))[3]: (int(ln.split(chr(9))[1]) - int(ln.split(chr(9))[0])) / 1e3
+                for ln in lines if ln.count(chr(9)) >= 4}
+
+    def nvcc_phases(start):  # seconds per nvcc phase since byte `start` of the --time file
+        phases = {}
+        if times_csv.exists():
+            for row in times_csv.read_bytes()[start:].decode().splitlines():
+                cols = [c.strip().strip('"') for c in row.split(",")]
+                if len(cols) >= 8 and cols[-1] == "ms":
+                    phases[cols[1]] = phases.get(cols[1], 0) + float(cols[-2]) / 1e3
+        return phases
     k = tmp / "kernels" / "add2"
     prev_cu, prev_cpu = "ld(x.v[k]) + ", "load(a[i]) + "
     for m in (2, 3, 4):  # a = b = 1, so the edited kernel gives m + 1
         if dev == "cuda":
+            log_at, csv_at = ninja_log.stat().st_size, times_csv.stat().st_size if times_csv.exists() else 0
             edit(k / "add2.cu", prev_cu, f"ld(x.v[k]) * {m} + "); prev_cu = f"ld(x.v[k]) * {m} + "
             t0 = time.perf_counter(); c = lab.add2(a, b); torch.cuda.synchronize()
-            out["cuda_edit_to_result_s"].append(time.perf_counter() - t0)
+            total = time.perf_counter() - t0
+            out["cuda_edit_to_result_s"].append(total)
+            steps = ninja_steps(log_at)
+            nvcc_s, link_s = steps.get("add2.cuda.o", 0), steps.get("labkit_add2.so", 0)
+            out["cuda_edit_breakdown"].append({"total_s": total, "nvcc_s": nvcc_s, "link_s": link_s,
+                                               "nvcc_phases_s": nvcc_phases(csv_at),
+                                               "rest_s (cpp_extension.load around ninja, dlopen, first launch)":
+                                                   total - nvcc_s - link_s})
             assert float(c[0]) == m + 1, float(c[0])
         edit(k / "add2_cpu.cpp", prev_cpu, f"load(a[i]) * {m} + "); prev_cpu = f"load(a[i]) * {m} + "
         t0 = time.perf_counter(); c = lab.add2(a.cpu(), b.cpu())

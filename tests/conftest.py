@@ -32,6 +32,8 @@ if PREBUILT:
 def pytest_configure(config):
     config.addinivalue_line("markers", "cuda: needs a CUDA GPU")
     config.addinivalue_line("markers", "gpu2: needs two CUDA GPUs")
+    config.addinivalue_line("markers", "exclusive_gpu: times the GPU, so no other test may use it meanwhile "
+                                       "(run apart from a parallel run: scripts/gpu_session.sh)")
 
 
 def pytest_report_header(config):

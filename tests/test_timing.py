@@ -26,6 +26,10 @@ from kit.timing import NoGPUError, ToyStream, host_time
 
 matplotlib.use("Agg")
 
+# These tests read GPU clocks to a few percent: they need the GPU to themselves (scripts/gpu_session.sh runs them
+# after the parallel run, alone)
+pytestmark = pytest.mark.exclusive_gpu
+
 
 def load_run_py():
     spec = importlib.util.spec_from_file_location("bench_run", ROOT / "bench" / "run.py")
@@ -395,12 +399,27 @@ def test_evaluate_bars():
     assert status == "not measured"
     [(_, status, _)] = run.evaluate_bars(rows({1 << 24: 1.0}), [bar], "cpu")
     assert status == "not measured"
+    # against a copy of the same bytes: the ceiling of a memory-bound kernel
+    to_copy = {**bar, "vs": "copy"}
+    measured = [{**r, "nbytes": 12 * r["n"]} for r in rows({1 << 24: 0.99, 1 << 26: 0.99})]
+    copies = [{"nbytes": 12 << 24, "gbps": 100.0}, {"nbytes": 12 << 26, "gbps": 110.0}]
+    [(_, status, detail)] = run.evaluate_bars(measured, [to_copy], "cuda", copies)
+    assert status == "FAIL" and "0.900 at n=2^26" in detail  # ours moves 99 GB/s there, a copy 110
+    [(_, status, _)] = run.evaluate_bars(measured, [to_copy], "cuda")
+    assert status == "not measured"  # no copies measured
 
 
 @pytest.mark.skipif(HAS_CUDA, reason="checks what happens on a machine without a GPU")
-def test_bench_without_a_gpu_says_so_and_exits_0(capsys):
-    assert load_run_py().main([]) == 0
-    assert "no CUDA GPU" in capsys.readouterr().out
+def test_bench_without_a_gpu_says_so_and_exits_0(capsys, tmp_path):
+    """No bandwidths to measure; what a call costs on the CPU is measured all the same, against PyTorch's ops."""
+    assert load_run_py().main(["--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "no CUDA GPU" in out
+    calls = json.loads((tmp_path / "calls.json").read_text())["calls"]
+    assert {(r["op"], r["grad"]) for r in calls} == {("add2", False), ("add2", True), ("elu", False), ("elu", True)}
+    for r in calls:
+        assert set(r["host_us"]) == {"ops", "registered", "torch"} and all(us > 0 for us in r["host_us"].values())
+        assert f"per call, {r['op']}" in out and r["status"] in out
 
 
 # ----------------------------------------------------------------------------------------------

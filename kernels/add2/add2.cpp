@@ -5,6 +5,7 @@
 // op.py, not here: a .so that defines a schema can be loaded only once, while one that only holds
 // implementations (TORCH_LIBRARY_IMPL) can be rebuilt and re-loaded after every edit.
 #include "add2.h"
+#include "autograd.h"
 #include "binding.h"
 
 // Shape, dtype and device checks shared by every path; messages name the argument.
@@ -52,6 +53,37 @@ TORCH_LIBRARY_IMPL(labkit, CPU, m) {
     m.impl("add2_seed", &add2_seed_cpu_impl);
     m.impl("add2_unguarded", &add2_gpu_only_cpu_impl);
     m.impl("add2_set_device", &add2_gpu_only_cpu_impl);
+}
+
+// ----------------------------------------------------------------------------------------------
+// Autograd, for every device: d(a + b)/da = d(a + b)/db = 1, so both gradients are the incoming one.
+//
+// The dispatcher runs this kernel first whenever an input may need a gradient (the Autograd key sits
+// above CPU and CUDA); forward() drops below it and calls the op again, which then finds the device
+// kernel above. In C++, not in op.py: a Python gradient puts the interpreter in every call's path.
+
+static at::Tensor add2_below_autograd(const at::Tensor& a, const at::Tensor& b) {
+    static const auto op = typed_op<at::Tensor(const at::Tensor&, const at::Tensor&)>("labkit::add2");
+    const at::AutoDispatchBelowADInplaceOrView below_autograd;
+    return op.call(a, b);
+}
+
+struct Add2Function : torch::autograd::Function<Add2Function> {
+    static at::Tensor forward(torch::autograd::AutogradContext*, const at::Tensor& a, const at::Tensor& b) {
+        return add2_below_autograd(a, b);
+    }
+    static torch::autograd::variable_list backward(torch::autograd::AutogradContext*,
+                                                   torch::autograd::variable_list grads) {
+        return {grads[0], grads[0]};
+    }
+};
+
+static at::Tensor add2_autograd_impl(const at::Tensor& a, const at::Tensor& b) {
+    return wants_grad(a, b) ? Add2Function::apply(a, b) : add2_below_autograd(a, b);
+}
+
+TORCH_LIBRARY_IMPL(labkit, Autograd, m) {
+    m.impl("add2", &add2_autograd_impl);
 }
 
 // ----------------------------------------------------------------------------------------------

@@ -6,6 +6,11 @@
 // CUDA) and runs the function registered for that key below. The dtype is ours to map: kit_dtype
 // turns torch's float32/float64/float16/bfloat16 into the torch-free DType the kernels switch on, and
 // refuses anything else with the argument's name.
+#include <ATen/ops/le.h>
+#include <ATen/ops/mul.h>
+#include <ATen/ops/where.h>
+
+#include "autograd.h"
 #include "binding.h"
 #include "elu.h"
 
@@ -60,6 +65,78 @@ TORCH_LIBRARY_IMPL(labkit, CPU, m) {
     m.impl("elu_backward", &elu_backward_cpu_impl);
     m.impl("elu_seed", &elu_seed_cpu_impl);
     m.impl("elu_seed_smem", &elu_seed_smem_cpu_impl);
+}
+
+// ----------------------------------------------------------------------------------------------
+// Autograd, for every device. elu's gradient is elu_backward, which reads the input x, not the output y,
+// as F.elu's autograd does: from y the factor alpha e^x would be y + alpha, which in 16-bit types is
+// rounded and differs from F.elu's gradient. elu_backward is differentiable too (second derivatives:
+// gradgradcheck, Hessians), so both ops have an autograd::Function. Each calls the ops through the
+// dispatcher: forward below autograd (to reach the CPU/CUDA kernel), backward above it (so autograd
+// records what backward does when a second derivative is wanted).
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+static at::Tensor elu_op(const at::Tensor& x, double alpha) {
+    static const auto op = typed_op<at::Tensor(const at::Tensor&, double)>("labkit::elu");
+    return op.call(x, alpha);
+}
+
+static at::Tensor elu_backward_op(const at::Tensor& grad_out, const at::Tensor& x, double alpha) {
+    static const auto op =
+        typed_op<at::Tensor(const at::Tensor&, const at::Tensor&, double)>("labkit::elu_backward");
+    return op.call(grad_out, x, alpha);
+}
+
+struct EluFunction : torch::autograd::Function<EluFunction> {
+    static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, double alpha) {
+        ctx->save_for_backward({x});
+        ctx->saved_data["alpha"] = alpha;
+        const at::AutoDispatchBelowADInplaceOrView below_autograd;
+        return elu_op(x, alpha);
+    }
+    static variable_list backward(AutogradContext* ctx, variable_list grads) {
+        const at::Tensor x = ctx->get_saved_variables()[0];
+        return {elu_backward_op(grads[0], x, ctx->saved_data["alpha"].toDouble()), at::Tensor()};
+    }
+};
+
+struct EluBackwardFunction : torch::autograd::Function<EluBackwardFunction> {
+    static at::Tensor forward(AutogradContext* ctx, const at::Tensor& grad_out, const at::Tensor& x, double alpha) {
+        ctx->save_for_backward({grad_out, x});
+        ctx->saved_data["alpha"] = alpha;
+        const at::AutoDispatchBelowADInplaceOrView below_autograd;
+        return elu_backward_op(grad_out, x, alpha);
+    }
+    // grad_in = grad_out * d(x), with d(x) = alpha e^x for x <= 0 and 1 above. Linear in grad_out, so along
+    // grad_out the gradient is elu_backward(gg, x); along x, d/dx (grad_out alpha e^x) = grad_out alpha e^x for
+    // x <= 0 (elu_backward(grad_out, x) there) and 0 above.
+    static variable_list backward(AutogradContext* ctx, variable_list grads) {
+        const variable_list saved = ctx->get_saved_variables();
+        const at::Tensor &grad_out = saved[0], &x = saved[1], &gg = grads[0];
+        const double alpha = ctx->saved_data["alpha"].toDouble();
+        const at::Tensor d_grad_out = elu_backward_op(gg, x, alpha);
+        const at::Tensor d_x = at::mul(gg, at::where(at::le(x, 0), elu_backward_op(grad_out, x, alpha), 0));
+        return {d_grad_out, d_x, at::Tensor()};
+    }
+};
+
+static at::Tensor elu_autograd_impl(const at::Tensor& x, double alpha) {
+    if (wants_grad(x)) return EluFunction::apply(x, alpha);
+    const at::AutoDispatchBelowADInplaceOrView below_autograd;
+    return elu_op(x, alpha);
+}
+
+static at::Tensor elu_backward_autograd_impl(const at::Tensor& grad_out, const at::Tensor& x, double alpha) {
+    if (wants_grad(grad_out, x)) return EluBackwardFunction::apply(grad_out, x, alpha);
+    const at::AutoDispatchBelowADInplaceOrView below_autograd;
+    return elu_backward_op(grad_out, x, alpha);
+}
+
+TORCH_LIBRARY_IMPL(labkit, Autograd, m) {
+    m.impl("elu", &elu_autograd_impl);
+    m.impl("elu_backward", &elu_backward_autograd_impl);
 }
 
 // ----------------------------------------------------------------------------------------------

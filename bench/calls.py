@@ -1,0 +1,72 @@
+"""What a caller pays for one call: `ops.<op>` (the kit's friendly call, edit check included), the registered
+operator `torch.ops.labkit.<op>`, and PyTorch's own op, at the small sizes where every op is host-bound (n = 64 on
+the CPU, 1024 on the GPU), with and without requires_grad. On a GPU also one call end to end: CUDA events just
+before and after it, the GPU idle before (what a harness timing one submission sees).
+
+The bar (issue 13): ops.<op> costs at most 2.5x PyTorch's op per call, in every row. The ratios come from one run
+with the callables taken in turn (kit.timing.per_call), so a slow moment of the machine slows all of them alike.
+"""
+import torch
+import torch.nn.functional as F
+
+from kit import timing
+from loader import ops
+
+BAR = 2.5
+SIZES = {"cpu": 64, "cuda": 1024}
+
+
+def cases(device, n):
+    """(op, grad, {impl: fn}) with impl "ops" (ops.<op>), "registered" (torch.ops.labkit.<op>), "torch"."""
+    a = torch.randn(n, device=device)
+    b = torch.randn(n, device=device)
+    ag = a.clone().requires_grad_()
+    add2, elu = torch.ops.labkit.add2.default, torch.ops.labkit.elu.default
+    return [
+        ("add2", False, {"ops": lambda: ops.add2(a, b), "registered": lambda: add2(a, b),
+                         "torch": lambda: torch.add(a, b)}),
+        ("add2", True, {"ops": lambda: ops.add2(ag, b), "registered": lambda: add2(ag, b),
+                        "torch": lambda: torch.add(ag, b)}),
+        ("elu", False, {"ops": lambda: ops.elu(a), "registered": lambda: elu(a, 1.0), "torch": lambda: F.elu(a)}),
+        ("elu", True, {"ops": lambda: ops.elu(ag), "registered": lambda: elu(ag, 1.0), "torch": lambda: F.elu(ag)}),
+    ]
+
+
+def measure(device, log=print):
+    """Rows of per-call host times (and end-to-end times on a GPU) on `device`."""
+    device = torch.device(device)
+    n = SIZES[device.type]
+    x = torch.ones(4, device=device)
+    ops.add2(x, x), ops.elu(x)  # build and load both ops before anything is timed
+    rows = []
+    for op, grad, fns in cases(device, n):
+        host = timing.per_call(fns, device=device)
+        row = {"op": op, "grad": grad, "device": device.type, "n": n,
+               "host_us": {impl: t.median * 1e6 for impl, t in host.items()},
+               "host_q25_us": {impl: t.q25 * 1e6 for impl, t in host.items()},
+               "host_q75_us": {impl: t.q75 * 1e6 for impl, t in host.items()}}
+        if device.type == "cuda":
+            row["end_to_end_us"] = {impl: timing.end_to_end(fn, device).median * 1e6 for impl, fn in fns.items()}
+        row["ratio"] = row["host_us"]["ops"] / row["host_us"]["torch"]
+        row["status"] = "PASS" if row["ratio"] <= BAR else "FAIL"
+        rows.append(row)
+        log(f"  {op}{' (requires_grad)' if grad else ''} on {device.type}, n={n}: " + ", ".join(
+            f"{impl} {us:.2f} us" for impl, us in row["host_us"].items()) + f"; ops/torch {row['ratio']:.2f}x "
+            f"({row['status']})")
+    return rows
+
+
+def markdown(rows):
+    e2e = any("end_to_end_us" in r for r in rows)
+    head = ("| op | requires_grad | device | n | ops.<op> us | torch.ops.labkit us | PyTorch us | ops/PyTorch | bar |"
+            + (" end to end: ops / PyTorch us |" if e2e else ""))
+    lines = [head, "|" + " --- |" * (head.count("|") - 1)]
+    for r in rows:
+        h = r["host_us"]
+        line = (f"| {r['op']} | {r['grad']} | {r['device']} | {r['n']} | {h['ops']:.2f} | {h['registered']:.2f} | "
+                f"{h['torch']:.2f} | {r['ratio']:.2f}x | {r['status']} (<= {BAR}x) |")
+        if e2e:
+            e = r.get("end_to_end_us")
+            line += f" {e['ops']:.1f} / {e['torch']:.1f} |" if e else " - |"
+        lines.append(line)
+    return "\n".join(lines)
