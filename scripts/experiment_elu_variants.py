@@ -1,13 +1,17 @@
-"""Experiment, run by hand on a GPU machine (python scripts/experiment_elu_variants.py): ELU's vec kernels with other packs per thread / threads per block, timed beside
-F.elu and a copy in one process. Prints ratios; writes $OUT/elu_variants.json."""
-import json, os, re, shutil, sys, tempfile, time
+"""An experiment, run by hand on a GPU machine: ELU's forward vector kernel with other packs per thread and threads
+per block, each built from a scratch copy of kernels/elu and timed beside F.elu and a copy in one process.
+
+    VARIANTS="2x256,2x128" python scripts/experiment_elu_variants.py   (packs x threads; prints the ratios)
+
+Writes $OUT/elu_variants.json where OUT is set. Its results: results/2026-12-01-nvidia-h200/elu-variants*.json."""
+import json, os, shutil, sys, tempfile, time
 from pathlib import Path
 import torch, torch.nn.functional as F
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 import loader
 from kit import timing
-VARIANTS = [(2, 256), (4, 256), (4, 128), (8, 128), (2, 512), (4, 512)]
+VARIANTS = [tuple(map(int, v.split("x"))) for v in os.environ.get("VARIANTS", "2x256,4x256,4x128,8x128,2x512,4x512").split(",")]
 SIZES = [1 << 24, 1 << 26, 1 << 28]
 DTYPES = [torch.float32, torch.bfloat16, torch.float16, torch.float64]
 dev = torch.device("cuda")
@@ -27,7 +31,7 @@ for packs, threads in VARIANTS:
     cu = tmp / "kernels/elu/elu.cu"
     s = cu.read_text()
     s = s.replace("constexpr int kPacks = 2;", f"constexpr int kPacks = {packs};")
-    s = s.replace("constexpr int kThreads = 256;", f"constexpr int kThreads = {threads};")
+    s = s.replace("constexpr int kForwardThreads = 128;", f"constexpr int kForwardThreads = {threads};")
     cu.write_text(s)
     lab = loader.Ops(tmp / "kernels", build_dir=tmp / "build")
     t0 = time.time(); lab.elu(torch.ones(4, device=dev)); print(f"variant packs={packs} threads={threads} built in {time.time()-t0:.1f}s", flush=True)

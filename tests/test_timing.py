@@ -556,4 +556,5 @@ def test_bench_gpu_quick(tmp_path):
     result = json.loads((tmp_path / "bench.json").read_text())
     assert result["kind"] == "cuda"
     assert {row["impl"] for row in result["rows"] if row["dtype"] == "float32"} == {"ours", "torch", "seed"}
-    assert [b["status"] for b in result["bars"]] in (["PASS"], ["FAIL"])  # judged (not asserted here), at 2^24
+    # add2's bars (against torch.add, and a copy in two dtypes) are judged at 2^24, not asserted here
+    assert len(result["bars"]) == 3 and {b["status"] for b in result["bars"]} <= {"PASS", "FAIL"}
