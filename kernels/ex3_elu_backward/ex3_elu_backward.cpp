@@ -1,6 +1,7 @@
 // Binding of exercise 3 (float32, float64): checks, device guard, current stream. Nothing to edit here.
 #include <ATen/ops/empty_like.h>
 
+#include "autograd.h"
 #include "binding.h"
 #include "ex3_elu_backward.h"
 
@@ -35,6 +36,37 @@ static at::Tensor run(bool backward, const at::Tensor& grad_out, const at::Tenso
 
 static at::Tensor forward_impl(const at::Tensor& x, double alpha) { return run(false, x, x, alpha); }
 static at::Tensor backward_impl(const at::Tensor& g, const at::Tensor& x, double alpha) { return run(true, g, x, alpha); }
+
+// The gradient, in C++ as for every op of the kit: autograd calls your backward kernel through the operator
+// labkit::ex3_elu_backward (the pattern: kernels/common/autograd.h).
+static at::Tensor ex3_elu_op(const at::Tensor& x, double alpha) {
+    static const auto op = typed_op<at::Tensor(const at::Tensor&, double)>("labkit::ex3_elu");
+    const at::AutoDispatchBelowADInplaceOrView below_autograd;
+    return op.call(x, alpha);
+}
+
+struct Ex3EluFunction : torch::autograd::Function<Ex3EluFunction> {
+    static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& x, double alpha) {
+        ctx->save_for_backward({x});
+        ctx->saved_data["alpha"] = alpha;
+        return ex3_elu_op(x, alpha);
+    }
+    static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                   torch::autograd::variable_list grads) {
+        static const auto backward_op =
+            typed_op<at::Tensor(const at::Tensor&, const at::Tensor&, double)>("labkit::ex3_elu_backward");
+        const at::Tensor x = ctx->get_saved_variables()[0];
+        return {backward_op.call(grads[0], x, ctx->saved_data["alpha"].toDouble()), at::Tensor()};
+    }
+};
+
+static at::Tensor autograd_impl(const at::Tensor& x, double alpha) {
+    return wants_grad(x) ? Ex3EluFunction::apply(x, alpha) : ex3_elu_op(x, alpha);
+}
+
+TORCH_LIBRARY_IMPL(labkit, Autograd, m) {
+    m.impl("ex3_elu", &autograd_impl);
+}
 
 TORCH_LIBRARY_IMPL(labkit, CPU, m) {
     m.impl("ex3_elu", &forward_impl);
