@@ -41,7 +41,7 @@ aot: $(ENV_READY) ## Build the ops ahead of time and pip-install them into this 
 	$(PY) -m pip install --no-build-isolation --no-deps ./aot
 
 cmake: $(ENV_READY) ## Build the ops with CMake against libtorch, one liblabkit_<op>.so each, into .build/cmake
-	$(PY) -m kit.builds cmake
+	$(PY) -m building.builds cmake
 
 strip: $(ENV_READY) ## Strip outputs from the notebooks before committing them
 	$(PY) -m kit.nbstrip notebooks/*.ipynb

@@ -14,10 +14,9 @@ What this adds to cpp_extension.load, and why:
   defined the schema again would abort the process.
 - CPU-only builds of the same folder where there is no GPU or no CUDA toolkit (.cu files left out,
   LABKIT_WITH_CUDA undefined).
-- Short compile errors (kit/compile_errors.py) and no hang on a lock left by a killed build.
+- Short compile errors (building/compile_errors.py) and no hang on a lock left by a killed build.
 """
 import fcntl
-import functools
 import importlib.util
 import itertools
 import os
@@ -31,14 +30,14 @@ from pathlib import Path
 
 import torch
 
-from kit import watch
-from kit.compile_errors import CompileError, LoadError
-from kit.toolchain import safe_cxx
+from building import watch
+from building.compile_errors import CompileError, LoadError
+from building.environment import (KERNELS, ROOT, build_root, cpp_extension, cuda_build_wanted,  # noqa: F401 (loader.ROOT)
+                                  torch_uses_lock_file)
+from building.toolchain import safe_cxx
 
 is_compiling = torch.compiler.is_compiling
 
-ROOT = Path(__file__).resolve().parent
-KERNELS = ROOT / "kernels"
 NAMESPACE = "labkit"
 SOURCE_SUFFIXES = {".cu", ".cuh", ".cpp", ".cc", ".h", ".hpp", ".py"}
 
@@ -47,48 +46,6 @@ _defined = {}  # op schema name -> schema string
 _registered = set()  # op folders whose op.py register() has run
 _active = {}  # op name -> the _Op whose kernels are registered now (a kit copy may share the name)
 _lock = threading.Lock()
-
-
-def cuda_build_wanted():
-    """Build .cu files only where they can run: a CUDA build of torch, a GPU, and nvcc.
-    LABKIT_CUDA=1 forces a CUDA build (to compile-check .cu files on a machine without a GPU), 0 forbids it."""
-    forced = os.environ.get("LABKIT_CUDA")
-    if forced in ("0", "1"):
-        return forced == "1"
-    return _cuda_usable()
-
-
-@functools.cache
-def _cuda_usable():
-    return bool(torch.version.cuda and torch.cuda.is_available() and cpp_extension().CUDA_HOME)
-
-
-@functools.cache
-def cpp_extension():
-    """torch.utils.cpp_extension, imported quietly and with CUDA_HOME pointing at a real toolkit.
-    Without CUDA_HOME, torch takes the folder above `which nvcc`'s bin/; where nvcc is a wrapper script
-    (/usr/local/bin/nvcc), that folder has no CUDA headers, so we try /usr/local/cuda first."""
-    import logging
-
-    if not (os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH")):
-        nvcc = shutil.which("nvcc")
-        guess = Path(nvcc).resolve().parent.parent if nvcc else None
-        if guess and not (guess / "include" / "cuda_runtime_api.h").exists() and \
-                Path("/usr/local/cuda/include/cuda_runtime_api.h").exists():
-            os.environ["CUDA_HOME"] = "/usr/local/cuda"
-    quiet = logging.getLogger("torch.utils.cpp_extension")
-    level = quiet.level
-    quiet.setLevel(logging.ERROR)  # its "No CUDA runtime is found" warning on import: the doctor says it better
-    try:
-        from torch.utils import cpp_extension as module
-    finally:
-        quiet.setLevel(level)
-    return module
-
-
-def build_root():
-    """Where builds go: $LABKIT_BUILD_DIR, else .build/ beside kernels/, one folder per torch version and kind."""
-    return Path(os.environ.get("LABKIT_BUILD_DIR", ROOT / ".build"))
 
 
 class Ops:
@@ -157,7 +114,7 @@ def _constant_for_compile(fn):
 def _front(op):
     """What `ops.<name>` is: a plain function (a call costs less than a method's) that checks for edits, then calls
     the friendly function of op.py. The whole per-call cost of the kit is this check: one epoll_wait(0), ~0.3 us,
-    which says whether any file changed (kit/watch.py). `help(ops.<name>)` shows the friendly function."""
+    which says whether any file changed (building/watch.py). `help(ops.<name>)` shows the friendly function."""
 
     def call(*args, **kwargs):
         if is_compiling():
@@ -224,7 +181,7 @@ class _Op:
 
     def refresh(self):
         """Rebuild and reload if a file of the op changed since the last build. Where the files are watched
-        (kit/watch.py), that is asked of the watch first, and the files are statted only after an event."""
+        (building/watch.py), that is asked of the watch first, and the files are statted only after an event."""
         owner = self._owner
         if owner is not None:
             owner._take_events()
@@ -417,17 +374,13 @@ def _build_lock(build_dir, name):
         f.write(str(os.getpid()))
         f.flush()
         stale = build_dir / "lock"
-        if stale.exists() and _torch_uses_lock_file():
+        if stale.exists() and torch_uses_lock_file():
             print(f"[labkit] {name}: removed the lock file {stale} left by a build that was killed", flush=True)
             stale.unlink()
         try:
             yield
         finally:
             fcntl.flock(f, fcntl.LOCK_UN)
-
-
-def _torch_uses_lock_file():
-    return not hasattr(cpp_extension(), "FileLock")
 
 
 def build(name, cuda=None, kernels_dir=KERNELS, build_dir=None):
@@ -442,7 +395,7 @@ ops = Ops()
 
 if __name__ == "__main__":
     if sys.argv[1:] == ["doctor"]:
-        from kit.doctor import main
+        from building.doctor import main
 
         sys.exit(main())
     print("usage: python -m loader doctor", file=sys.stderr)

@@ -7,7 +7,7 @@ It compiles the very files the JIT loader compiles, kernels/<op>/*.cpp (and *.cu
 flags (-O3, -DLABKIT_WITH_CUDA in a CUDA build, and op.py's CXX_FLAGS / CUDA_FLAGS), through torch's BuildExtension
 (ninja; MAX_JOBS), into one library per op that holds only the kernels' registrations (TORCH_LIBRARY_IMPL). The
 schemas are defined from Python: each op's op.py ships in the package, and importing labkit_aot defines them, then
-loads the libraries (kit/prebuilt.py, shipped as labkit_aot/_prebuilt.py).
+loads the libraries (building/prebuilt.py, shipped as labkit_aot/_prebuilt.py).
 
 --no-build-isolation: the build must compile against the torch that will run the ops; an isolated build would
 download a torch of its own. It then uses this environment's setuptools, which must build wheels itself (70.1 and
@@ -27,19 +27,19 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 os.chdir(HERE)  # setuptools takes source paths relative to setup.py's folder, and refuses absolute ones
 sys.path.insert(0, str(ROOT))
-import loader  # noqa: E402  the kit's answers to "build CUDA?" and its cpp_extension with a working CUDA_HOME
-from kit.builds import op_flags  # noqa: E402
-from kit.toolchain import safe_cxx  # noqa: E402
+from building import environment  # noqa: E402  the kit's answers to "build CUDA?" and its cpp_extension with a working CUDA_HOME
+from building.builds import op_flags  # noqa: E402
+from building.toolchain import safe_cxx  # noqa: E402
 
 import torch  # noqa: E402
 
 KERNELS = ROOT / "kernels"
 OPS = [op for op in os.environ.get("LABKIT_OPS", "add2,elu").split(",") if (KERNELS / op / "op.py").is_file()]
-CUDA = loader.cuda_build_wanted()
-cpp_extension = loader.cpp_extension()
+CUDA = environment.cuda_build_wanted()
+cpp_extension = environment.cpp_extension()
 
 # A compiler that links its own static C++ runtime builds libraries that crash Python at the first failed argument
-# check (kit/toolchain.py); setuptools compiles and links C++ with $CXX, so point it at a safe one.
+# check (building/toolchain.py); setuptools compiles and links C++ with $CXX, so point it at a safe one.
 cxx, note = safe_cxx()
 if note:
     print(f"labkit-aot: {note}", file=sys.stderr)
@@ -83,7 +83,7 @@ class BuildPyWithOps(build_py):
         (package / "op_py").mkdir(parents=True, exist_ok=True)
         for op in OPS:
             shutil.copyfile(KERNELS / op / "op.py", package / "op_py" / f"{op}.py")
-        shutil.copyfile(ROOT / "kit" / "prebuilt.py", package / "_prebuilt.py")
+        shutil.copyfile(ROOT / "building" / "prebuilt.py", package / "_prebuilt.py")
 
 
 print(f"labkit-aot: building {', '.join(OPS)} for {'CUDA and CPU' if CUDA else 'CPU'} from {KERNELS}", file=sys.stderr)

@@ -269,7 +269,7 @@ def findings(lines):
 
 def asan_runtime():
     """The AddressSanitizer runtime of the C++ compiler the loader uses (libasan.so), or None."""
-    from kit.toolchain import safe_cxx
+    from building.toolchain import safe_cxx
 
     cxx = safe_cxx()[0] or os.environ.get("CXX") or "c++"
     try:
@@ -545,7 +545,7 @@ def record(out_dir=None, builds=True):
              lambda: [{"build": build, **ptx_counts(ROOT / "kernels/elu/elu.cu", flags, arch=_arch())}
                       for build, flags in (("default", ()), ("--use_fast_math", ("--use_fast_math",)))])
     if builds:
-        from kit import builds as ways
+        from kit import build_ways as ways
 
         case("three ways to build (CUDA)", lambda: ways.measure(cuda=True))
     print(f"wrote {out / 'debug.json'} in {rec['seconds']} s")

@@ -1,6 +1,5 @@
 """Small helpers the notebooks share: show a function from a kernel file, edit a scratch copy of the kit,
 and say plainly when a cell needs a GPU this machine lacks."""
-import os
 import re
 import shutil
 import tempfile
@@ -9,6 +8,7 @@ from pathlib import Path
 import torch
 
 import loader
+from building.builds import touch  # noqa: F401  (edit() below, and tests: a file edit the clock sees)
 
 ROOT = loader.ROOT
 GPU = torch.cuda.is_available()
@@ -77,9 +77,3 @@ def edit(path, old, new):
     p.write_text(text.replace(old, new, 1))
     touch(p)
 
-
-def touch(path):
-    """Move a just-written file's mtime 1 ms on: on a file system with a coarse clock, an edit right after a build
-    could otherwise keep the build's mtime, and neither the loader nor ninja would see it."""
-    st = Path(path).stat()
-    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))

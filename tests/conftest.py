@@ -23,7 +23,7 @@ if PREBUILT:
     import importlib
 
     import loader
-    from kit.prebuilt import Prebuilt
+    from building.prebuilt import Prebuilt
 
     loader.ops = (Prebuilt.from_cmake(PREBUILT, ROOT / "kernels") if os.path.isdir(PREBUILT)
                   else importlib.import_module(PREBUILT).ops)

@@ -11,9 +11,9 @@ import sys
 import pytest
 from conftest import HAS_CUDA, ROOT
 
-from kit import builds
+from kit import build_ways as builds
 from kit.debugging import can_compile_cuda, resource_usage, tool
-from kit.toolchain import elf_needed
+from building.toolchain import elf_needed
 
 OPS = builds.DEFAULT_OPS
 OP_TESTS = [str(ROOT / "tests" / f"test_{op}.py") for op in OPS]
@@ -67,7 +67,7 @@ def test_prebuilt_ops_pass_the_op_tests(built):
 
 def test_the_package_works_without_the_repository(built, tmp_path):
     """An installed labkit_aot needs torch and nothing of the kit (the CMake libraries are loaded with the kit's
-    op.py files, by kit/prebuilt.py, in the op tests above)."""
+    op.py files, by building/prebuilt.py, in the op tests above)."""
     if built.way != "aot":
         pytest.skip("only the AOT package is meant to stand alone")
     code = ("import sys, torch; from labkit_aot import ops; a = torch.randn(1000); "

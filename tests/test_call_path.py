@@ -11,7 +11,7 @@ import pytest
 import torch
 from conftest import run_python
 
-from kit import watch
+from building import watch
 from loader import Ops
 
 A, B = torch.arange(1.0, 6.0), torch.full((5,), 2.0)

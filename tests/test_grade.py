@@ -63,7 +63,7 @@ MUTANTS = [
     ("bias_relu", "bias_relu/bias_relu.cpp", 'TORCH_CHECK_VALUE(bias.dim() == 1 && bias.size(0) == x.size(1)',
      'TORCH_CHECK_VALUE(true', "clear errors on bad input", None),
     ("bias_relu", "bias_relu/bias_relu_cpu.cpp", "bias[c]", "bias[r % cols]", "matches relu(x + bias) on cpu", None),
-    ("ex6_time_kernel", "../exercises/ex6_time_kernel.py",
+    ("ex6_time_kernel", "../exercises/ex6_time_kernel/ex6_time_kernel.py",
      "        fn()\n        torch.cuda.synchronize()  # the launch", "        fn()\n        # the launch",
      "measures a 2 ms GPU kernel", "cuda"),  # an unsynchronised timing: only the launch is measured
 ]

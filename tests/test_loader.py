@@ -15,7 +15,7 @@ import torch
 from conftest import HAS_CUDA, ROOT, run_python
 
 import loader
-from kit.compile_errors import CompileError
+from building.compile_errors import CompileError
 from kit.notebook import edit
 from loader import Ops, ops
 
@@ -194,7 +194,7 @@ def test_two_processes_loading_at_once_both_succeed(kit_copy):
 def _can_compile_cuda():
     if not torch.version.cuda:
         return "torch is a CPU-only build"
-    from kit.doctor import nvcc_version
+    from building.doctor import nvcc_version
     nvcc, ver = nvcc_version(loader.cpp_extension().CUDA_HOME)
     if not nvcc or not ver:
         return "no nvcc"
@@ -247,7 +247,7 @@ def test_doctor_runs():
 
 def test_a_compiler_with_a_private_cxx_runtime_is_detected_and_avoided(tmp_path):
     """Such a CXX (the GPU machine presets one) builds ops that crash Python at the first failed check."""
-    from kit.toolchain import links_shared_cxx_runtime
+    from building.toolchain import links_shared_cxx_runtime
 
     wrapper = tmp_path / "g++-static"
     wrapper.write_text('#!/bin/sh\nexec g++ -static-libstdc++ "$@"\n')

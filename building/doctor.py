@@ -11,7 +11,8 @@ import sys
 
 import torch
 
-from kit.toolchain import safe_cxx
+from building import environment
+from building.toolchain import safe_cxx
 
 OK, WARN, BAD = "ok  ", "warn", "FAIL"
 
@@ -48,9 +49,7 @@ def arch_covers(arch_list, cap):
 
 def checks():
     """Yield (status, what, fix) for each fact about this machine."""
-    import loader
-
-    CUDA_HOME = loader.cpp_extension().CUDA_HOME
+    CUDA_HOME = environment.cpp_extension().CUDA_HOME
 
     yield OK, f"Python {sys.version.split()[0]} at {sys.executable}", None
     cuda_torch = torch.version.cuda is not None
@@ -109,10 +108,10 @@ def checks():
             caps = sorted({f"sm_{torch.cuda.get_device_properties(i).major}{torch.cuda.get_device_properties(i).minor}" for i in range(n)})
             yield OK, f"TORCH_CUDA_ARCH_LIST unset: builds for the GPUs present ({', '.join(caps)})", None
 
-    cuda = loader.cuda_build_wanted()
+    cuda = environment.cuda_build_wanted()
     yield OK, f"ops build for: {'CUDA and CPU' if cuda else 'CPU only'} (LABKIT_CUDA={os.environ.get('LABKIT_CUDA', 'unset')})", None
 
-    root = loader.build_root()
+    root = environment.build_root()
     yield OK, f"build cache: {root}{'' if root.exists() else ' (empty)'}   (make clean empties it)", None
     for lock in sorted(root.glob("*/*.buildlock")):
         with open(lock) as f:
@@ -121,7 +120,7 @@ def checks():
                 fcntl.flock(f, fcntl.LOCK_UN)
             except BlockingIOError:
                 yield OK, f"a build is running now: {lock.stem} ({lock.parent.name}), process {f.read().strip()}", None
-    if loader._torch_uses_lock_file():
+    if environment.torch_uses_lock_file():
         for lock in sorted(root.glob("*/*/lock")):
             yield WARN, f"stale build lock {lock} (the loader removes it on the next build of that op)", f"rm {lock}"
 

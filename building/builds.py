@@ -1,6 +1,6 @@
-"""The same kernels/<op>/ files built three ways, and timed: JIT (the loader, at the first call), ahead of time as a
-package pip installs (aot/: setuptools with torch's BuildExtension), and with CMake against libtorch (cmake/).
-For the table of 05_debugging.ipynb and for tests/test_builds.py.
+"""The same kernels/<op>/ files built ahead of time: as a package pip installs (aot/: setuptools with torch's
+BuildExtension), and with CMake against libtorch (cmake/). `make aot`, `make cmake` (python -m building.builds cmake),
+tests/test_builds.py, and kit/build_ways.py (the three ways timed side by side, for 05_debugging.ipynb).
 
 Every build works on a fresh copy of the kit (checkout()) and runs in child processes: this process may hold the JIT
 loader's ops already, and loading a second library for labkit::add2 here would replace their kernels.
@@ -10,20 +10,15 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 
-import loader
-from kit.devices import run_isolated
-from kit.notebook import touch
-from kit.toolchain import elf_needed, safe_cxx
+from building.environment import ROOT, build_root, cpp_extension, cuda_build_wanted
+from building.toolchain import safe_cxx
 
-ROOT = loader.ROOT
-WAYS = ("jit", "aot", "cmake")
 # the ops the AOT and CMake builds are tested with: the real ones (debug_lab is a lesson, and GPU-minded)
 DEFAULT_OPS = tuple(op for op in ("add2", "elu") if (ROOT / "kernels" / op / "op.py").is_file())
 
@@ -48,12 +43,12 @@ class Built:
 
 
 def checkout(dst, ops=DEFAULT_OPS):
-    """Copy what a build needs into dst: loader.py, kit/, aot/, cmake/ and kernels/ (common/ and `ops`)."""
+    """Copy what a build needs into dst: loader.py, building/, kit/, aot/, cmake/ and kernels/ (common/ and `ops`)."""
     dst = Path(dst)
     ignore = shutil.ignore_patterns("__pycache__", "build", "*.egg-info", ".ipynb_checkpoints")
     dst.mkdir(parents=True, exist_ok=True)
     shutil.copy2(ROOT / "loader.py", dst / "loader.py")
-    for folder in ("kit", "aot", "cmake"):
+    for folder in ("building", "kit", "aot", "cmake"):
         shutil.copytree(ROOT / folder, dst / folder, ignore=ignore, dirs_exist_ok=True)
     for op in ("common", *ops):
         shutil.copytree(ROOT / "kernels" / op, dst / "kernels" / op, ignore=ignore, dirs_exist_ok=True)
@@ -83,6 +78,13 @@ def _env(cuda):
     return {"LABKIT_CUDA": "1" if cuda else "0", **({"TORCH_CUDA_ARCH_LIST": cuda_arch_list()} if cuda else {})}
 
 
+def touch(path):
+    """Move a just-written file's mtime 1 ms on: on a file system with a coarse clock, an edit right after a build
+    could otherwise keep the build's mtime, and neither the loader nor ninja would see it."""
+    st = Path(path).stat()
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
+
+
 def touch_kernel(kernels, op, cuda):
     """A one-line kernel edit: a comment appended to the op's .cu (CUDA build) or CPU kernel file. Returns the file."""
     path = Path(kernels) / op / (f"{op}.cu" if cuda else f"{op}_cpu.cpp")
@@ -100,40 +102,6 @@ def _run(way, cmd, env=None, cwd=None):
     if r.returncode:
         raise BuildFailed(way, log)
     return seconds, log
-
-
-# -- JIT --------------------------------------------------------------------------------------------------------------
-
-_JIT_CHILD = """
-import time
-from pathlib import Path
-from kit.builds import touch_kernel
-from loader import Ops
-lab = Ops({kernels!r}, build_dir={build!r})
-t0 = time.perf_counter()
-for op in {ops!r}:
-    getattr(lab, op).refresh()
-cold = time.perf_counter() - t0
-rebuild = None
-if {edit!r}:
-    touch_kernel({kernels!r}, {edit!r}, {cuda!r})
-    t0 = time.perf_counter()
-    getattr(lab, {edit!r}).refresh()
-    rebuild = time.perf_counter() - t0
-report({{"cold": cold, "rebuild": rebuild, "libraries": {{op: str(getattr(lab, op).op._so) for op in {ops!r}}}}})
-"""
-
-
-def build_jit(src, ops, cuda, edit=None):
-    """The loader's build, timed inside one Python process (as a student meets it: the first call of a running kernel,
-    then the call after an edit, with no restart). edit: the op whose kernel to edit, to time the rebuild."""
-    code = _JIT_CHILD.format(kernels=str(src / "kernels"), build=str(src / "jit-build"), ops=tuple(ops), edit=edit,
-                             cuda=cuda)
-    r = run_isolated(code, env=_env(cuda), timeout=1800)
-    if r.result is None:
-        raise BuildFailed("jit", r.stdout + r.stderr)
-    return Built("jit", cuda, r.result["cold"], {op: Path(p) for op, p in r.result["libraries"].items()}, {},
-                 r.stdout, r.result["rebuild"], src)
 
 
 # -- AOT: setuptools, pip ---------------------------------------------------------------------------------------------
@@ -175,7 +143,7 @@ def build_cmake(src, ops, cuda, build_dir=None):
         cxx_flags, cuda_flags = op_flags(src / "kernels", op)
         configure += [f"-DLABKIT_FLAGS_{op}_CXX={';'.join(cxx_flags)}", f"-DLABKIT_FLAGS_{op}_CUDA={';'.join(cuda_flags)}"]
     if cuda:
-        home = loader.cpp_extension().CUDA_HOME
+        home = cpp_extension().CUDA_HOME
         configure += [f"-DCMAKE_CUDA_COMPILER={home}/bin/nvcc", f"-DCUDA_TOOLKIT_ROOT_DIR={home}",
                       f"-DCMAKE_CUDA_HOST_COMPILER={cxx}"]
     jobs = ["-j", os.environ["MAX_JOBS"]] if os.environ.get("MAX_JOBS", "").isdigit() else []
@@ -199,98 +167,16 @@ def rebuild_cmake(built, op, cuda_file=None):
     return seconds
 
 
-def build(way, src, ops=DEFAULT_OPS, cuda=False):
-    """Build `ops` of the checkout `src` one way; returns a Built."""
-    src = Path(src)
-    if way == "jit":
-        return build_jit(src, ops, cuda)
-    if way == "aot":
-        return build_aot(src, ops, cuda)
-    if way == "cmake":
-        return build_cmake(src, ops, cuda)
-    raise ValueError(f"way must be one of {WAYS}, got {way!r}")
-
-
-# -- the table --------------------------------------------------------------------------------------------------------
-
-NEEDS = {
-    "jit": "the sources; every user's machine needs a C++ compiler, ninja and torch's headers (nvcc for CUDA); "
-           "compiles at the first call, for exactly that torch and those GPUs; an edit shows in the running Python",
-    "aot": "a wheel (one per torch version, CUDA version, Python and platform: setup.py pins torch==); installs "
-           "with no compiler; an edit means pip install again and a restart of Python",
-    "cmake": "a plain shared library, for Python (torch.ops.load_library) or a C++ program linked with libtorch "
-             "of the same version; no Python needed to build it; an edit means cmake --build and a restart",
-}
-
-
-def measure(cuda=None, op="add2", folder=None):
-    """Build `op` each way from a fresh checkout, time the cold build and the rebuild after a one-line kernel edit,
-    and describe what each produces. Returns one dict per way. Takes about a minute for add2 on 2 cores (CPU)."""
-    cuda = loader.cuda_build_wanted() if cuda is None else cuda
-    folder = Path(folder or tempfile.mkdtemp(prefix="labkit-builds-"))
-    rows = []
-    for way in WAYS:
-        src = checkout(folder / way, (op,))
-        if way == "jit":
-            built = build_jit(src, (op,), cuda, edit=op)
-        else:
-            built = build(way, src, (op,), cuda)
-            if way == "aot":
-                touch_kernel(src / "kernels", op, cuda)
-                built.rebuild_seconds = build_aot(src, (op,), cuda).seconds
-            else:
-                built.rebuild_seconds = rebuild_cmake(built, op)
-        so = built.libraries[op]
-        torch_libs = [n for n in elf_needed(so) or [] if n.startswith(("libtorch", "libc10", "libcudart"))]
-        rows.append({"way": way, "cuda": cuda, "build_s": round(built.seconds, 1),
-                     "rebuild_s": round(built.rebuild_seconds, 2), "library": so.name,
-                     "library_kib": round(so.stat().st_size / 1024), "links": torch_libs, "needs": NEEDS[way]})
-    shutil.rmtree(folder, ignore_errors=True)
-    return rows
-
-
-def table(rows):
-    """The rows of measure() as a markdown table."""
-    names = {"jit": "JIT: `loader` (`cpp_extension.load`)", "aot": "AOT: `pip install ./aot` (setuptools)",
-             "cmake": "CMake against libtorch"}
-    lines = ["| way | build, cold | rebuild after a one-line kernel edit | what you get | what it needs, where it runs |",
-             "| --- | --- | --- | --- | --- |"]
-    for r in rows:
-        lines.append(f"| {names[r['way']]} | {r['build_s']} s | {r['rebuild_s']} s | `{r['library']}`, "
-                     f"{r['library_kib']} KiB, linked to {', '.join(r['links'])} | {r['needs']} |")
-    return "\n".join(lines)
-
-
-def show_table(rows):
-    text = table(rows)
-    try:
-        from IPython.display import Markdown, display
-
-        display(Markdown(text))
-    except ImportError:
-        print(text)
-
-
-def excerpt(path, first, last):
-    """The lines of a file from the first containing `first` to the next containing `last`, for showing in a notebook."""
-    lines = (ROOT / path).read_text().splitlines()
-    start = next(i for i, ln in enumerate(lines) if first in ln)
-    end = next(i for i in range(start, len(lines)) if last in lines[i])
-    return f"# {path}, lines {start + 1}-{end + 1}\n" + "\n".join(lines[start:end + 1])
-
-
 if __name__ == "__main__":
-    # `make cmake`: the ops built with CMake into .build/cmake; `python -m kit.builds table`: the measurements
+    # `make cmake`: the ops built with CMake into .build/cmake
     if sys.argv[1:] == ["cmake"]:
-        cuda = loader.cuda_build_wanted()
-        built = build_cmake(ROOT, DEFAULT_OPS, cuda, build_dir=loader.build_root() / "cmake")
+        cuda = cuda_build_wanted()
+        built = build_cmake(ROOT, DEFAULT_OPS, cuda, build_dir=build_root() / "cmake")
         print(f"built {', '.join(DEFAULT_OPS)} for {'CUDA and CPU' if cuda else 'CPU'} in {built.seconds:.1f} s:")
         for op, so in built.libraries.items():
             print(f"  {so}")
-        print(f"load them: from kit.prebuilt import Prebuilt; ops = Prebuilt.from_cmake({str(built.env['LABKIT_PREBUILT'])!r}, "
-              f"'kernels')")
-    elif sys.argv[1:] == ["table"]:
-        print(table(measure()))
+        print(f"load them: from building.prebuilt import Prebuilt; "
+              f"ops = Prebuilt.from_cmake({str(built.env['LABKIT_PREBUILT'])!r}, 'kernels')")
     else:
-        print("usage: python -m kit.builds cmake|table", file=sys.stderr)
+        print("usage: python -m building.builds cmake", file=sys.stderr)
         sys.exit(2)

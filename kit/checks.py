@@ -1,0 +1,140 @@
+"""What the checks of the exercises share: a report of named checks (pass, fail with a detail and a hint, or skip),
+the devices to check on, inputs with sentinel memory after them, the first mismatch against PyTorch's result, and the
+student's op built and loaded. Each exercise's check.py (kernels/<exercise>/check.py, exercises/<exercise>/check.py)
+imports these; kit/grade.py finds the check.py files and runs them.
+"""
+from dataclasses import asdict, dataclass, field
+
+import torch
+
+from building.compile_errors import CompileError, LoadError
+
+GPU = torch.cuda.is_available()
+PAD = 1024  # sentinel elements after every output: a kernel writing past n changes them
+
+
+
+
+@dataclass
+class Result:
+    check: str
+    status: str  # "pass", "fail" or "skip"
+    detail: str = ""
+    hint: str = ""
+
+
+@dataclass
+class Report:
+    exercise: str
+    edit: str = ""  # the file (or folder) the student edits
+    results: list = field(default_factory=list)
+
+    @property
+    def passed(self):
+        """Every check ran here and passed."""
+        return bool(self.results) and all(r.status == "pass" for r in self.results)
+
+    @property
+    def failed(self):
+        return any(r.status == "fail" for r in self.results)
+
+    def add(self, check, ok, detail="", hint=""):
+        self.results.append(Result(check, "pass" if ok else "fail", detail, "" if ok else hint))
+
+    def skip(self, check, why):
+        self.results.append(Result(check, "skip", why))
+
+    def __str__(self):
+        lines = [f"{self.exercise}  ({self.edit})"]
+        for r in self.results:
+            lines.append(f"  {r.status.upper():4}  {r.check}" + (f": {r.detail}" if r.detail else ""))
+            if r.hint:
+                lines.append(f"        hint: {r.hint}")
+        counts = {s: sum(r.status == s for r in self.results) for s in ("pass", "fail", "skip")}
+        verdict = ("all checks pass" if self.passed else "not done yet" if self.failed else
+                   "no check failed, but some need hardware this machine lacks")
+        lines.append(f"  {counts['pass']} passed, {counts['fail']} failed, {counts['skip']} skipped: {verdict}")
+        return "\n".join(lines)
+
+    def to_dict(self):
+        return {"exercise": self.exercise, "passed": self.passed, "failed": self.failed,
+                "results": [asdict(r) for r in self.results]}
+
+
+def devices():
+    return ["cpu"] + (["cuda"] if GPU else [])
+
+
+def padded(n, device, fill=float("nan"), dtype=torch.float32):
+    """An n-element view at the start of a buffer with PAD more elements, all set to `fill`."""
+    big = torch.full((n + PAD,), fill, device=device, dtype=dtype)
+    return big[:n], big
+
+
+def first_mismatch(expected, actual):
+    """(index, expected, actual) of the first element that differs (NaN counts as different), or None."""
+    bad = ~torch.isclose(actual, expected, rtol=1e-6, atol=1e-6, equal_nan=False)
+    if not bool(bad.any()):
+        return None
+    i = int(bad.nonzero()[0][0])
+    return i, float(expected.flatten()[i]), float(actual.flatten()[i])
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# What the checks of several exercises share
+
+def grade_add2_like(report, fn, sizes, tail_hint, bounds_hint):
+    for dev in devices():
+        failure, overwrite = None, None
+        for n in sizes:
+            gen = torch.Generator().manual_seed(n)
+            a_cpu, b_cpu = torch.randn(n, generator=gen), torch.randn(n, generator=gen)
+            a, abig = padded(n, dev, 1.0)
+            b, bbig = padded(n, dev, 1.0)
+            a.copy_(a_cpu)
+            b.copy_(b_cpu)
+            out, obig = padded(n, dev)
+            fn(a, b, out)
+            if dev == "cuda":
+                torch.cuda.synchronize()
+            m = first_mismatch((a_cpu + b_cpu).to(dev), out)
+            if m and failure is None:
+                failure = (n, m)
+            if overwrite is None and not bool(torch.isnan(obig[n:]).all()):
+                overwrite = (n, int((~torch.isnan(obig[n:])).nonzero()[0][0]) + n)
+        if failure:
+            n, (i, e, got) = failure
+            report.add(f"matches a + b on {dev}", False,
+                       f"smallest failing n = {n}: element {i} should be {e:.6g}, got {got:.6g}", tail_hint)
+        else:
+            report.add(f"matches a + b on {dev}", True, f"{len(sizes)} sizes from {sizes[0]} to {sizes[-1]}")
+        if overwrite:
+            n, i = overwrite
+            report.add(f"writes nothing past the end on {dev}", False,
+                       f"with n = {n}, element {i} of the memory after the output was overwritten", bounds_hint)
+        else:
+            report.add(f"writes nothing past the end on {dev}", True)
+
+
+def calibrated_sleep_cycles(seconds):
+    """GPU clock cycles that torch.cuda._sleep spins for `seconds`, measured with events on this GPU."""
+    from kit.timing import device_time
+
+    probe = 10_000_000
+    t = device_time(lambda: torch.cuda._sleep(probe), flush_l2=False).median
+    return int(probe * seconds / t)
+
+
+# ------------------------------------------------------------------------------------------------------------------
+
+def load_op(ops, name, report):
+    """The student's op, compiled; a compile or load error is reported as one failed check."""
+    try:
+        fn = getattr(ops, name)
+        fn.refresh()
+        return fn
+    except (CompileError, LoadError) as e:
+        report.add("compiles", False, str(e).splitlines()[0] + "\n        " + "\n        ".join(str(e).splitlines()[1:]))
+    except AttributeError as e:
+        report.add("exists", False, str(e))
+    return None
