@@ -46,6 +46,9 @@ class CompileError(RuntimeError):
         """The same error, raised afresh on the next call until a file of the op changes."""
         return CompileError(self.op, self.file, self.line, self.message, self.source_line, self.log)
 
+    def _render_traceback_(self):
+        return _short(self)
+
 
 class LoadError(RuntimeError):
     """An op compiled and linked, but its library failed to load (usually a declared, never defined function)."""
@@ -60,6 +63,16 @@ class LoadError(RuntimeError):
 
     def again(self):
         return LoadError(self.op, self.message)
+
+    def _render_traceback_(self):
+        return _short(self)
+
+
+def _short(error):
+    """What IPython (a notebook cell) shows for the loader's errors: the message (file, line, compiler message, source
+    line) without the frames of loader.py, which say nothing about the student's code. IPython calls
+    `_render_traceback_` instead of printing the traceback; plain Python still prints it whole, for debugging."""
+    return [f"{type(error).__name__}: {error}"]
 
 
 def _source_line(path, line):

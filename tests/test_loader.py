@@ -277,3 +277,19 @@ def test_op_flags_from_op_py_reach_the_compiler(kit_copy):
     assert torch.equal(lab.add2(a, a), 8 * a)
     assert "-DLABKIT_TEST_FLAG=1" in next((kit_copy / "build").glob("*/add2/build.ninja")).read_text()
     ops.add2(a, a)
+
+
+def test_a_compile_error_shows_in_ipython_without_the_loaders_frames(capsys):
+    """In a notebook the student sees file, line, message and source line; plain Python keeps the full traceback."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    error = CompileError("add2", "/k/add2/add2_cpu.cpp", 10, "'oops' was not declared in this scope",
+                         "    for (int64_t i = 0; i < n; i++) store(&c[i], load(a[i]) + oops);", Path("/b/log"))
+    try:
+        raise error
+    except CompileError:
+        shell.showtraceback()
+    out = capsys.readouterr().out
+    assert "add2_cpu.cpp:10: error: 'oops' was not declared" in out and "+ oops);" in out
+    assert "Traceback" not in out and "loader.py" not in out and "test_loader.py" not in out, out
