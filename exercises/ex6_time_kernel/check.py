@@ -6,6 +6,7 @@ Checked on a GPU: a spin of about 2 ms, timed with CUDA events, and your figure 
 notebook 04's four timing cases would pass?
 
 In 04_timing.ipynb; grade it there with `check("ex6_time_kernel")`, or `python -m kit.grade ex6_time_kernel`."""
+
 import importlib.util
 from pathlib import Path
 

@@ -8,6 +8,7 @@ Checked against `torch.relu(x + bias)` on several shapes (a transposed, non-cont
 on every device here.
 
 In 01_add2.ipynb; grade it there with `check("bias_relu")`, or `python -m kit.grade bias_relu`."""
+
 import torch
 
 import loader

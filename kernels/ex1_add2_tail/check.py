@@ -8,6 +8,7 @@ Checked against `a + b` on awkward sizes (1, 3, 255, 256, 257, ...), on every de
 after the output: a thread that writes past the end is caught.
 
 In 01_add2.ipynb; grade it there with `check("ex1_add2_tail")`, or `python -m kit.grade ex1_add2_tail`."""
+
 from kit.checks import Report, grade_add2_like, load_op
 
 NUMBER = 1  # its place in the lessons

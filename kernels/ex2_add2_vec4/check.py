@@ -8,6 +8,7 @@ GPU also on bandwidth: at least 90% of a copy's at 2^26 (a correct kernel that m
 slow it is).
 
 In 01_add2.ipynb; grade it there with `check("ex2_add2_vec4")`, or `python -m kit.grade ex2_add2_vec4`."""
+
 import torch
 
 from kit.checks import GPU, Report, grade_add2_like, load_op

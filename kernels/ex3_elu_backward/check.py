@@ -7,6 +7,7 @@ Checked against autograd through `F.elu`, in float32 and float64, alpha 1, 0.5 a
 device here.
 
 In 02_elu.ipynb; grade it there with `check("ex3_elu_backward")`, or `python -m kit.grade ex3_elu_backward`."""
+
 import torch
 
 from kit.checks import Report, devices, first_mismatch, load_op

@@ -7,6 +7,7 @@ With one GPU the stream check runs for real (work queued on a side stream must c
 from the source; with two GPUs both run; without a GPU both are read from the source.
 
 In 03_multi_gpu.ipynb; grade it there with `check("ex4_device_guard")`, or `python -m kit.grade ex4_device_guard`."""
+
 import re
 
 import torch
