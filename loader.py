@@ -30,7 +30,7 @@ from pathlib import Path
 
 import torch
 
-from building import watch
+from building import say_once, watch
 from building.compile_errors import CompileError, LoadError
 from building.environment import (KERNELS, ROOT, build_root, cpp_extension, cuda_build_wanted,  # noqa: F401 (loader.ROOT)
                                   torch_uses_lock_file)
@@ -56,7 +56,7 @@ class Ops:
         self._kernels = Path(kernels_dir).resolve()
         self._build_dir = Path(build_dir) if build_dir else None
         self._ops = {}
-        self._watch = None  # kit.watch.Watch once an op was first used; None where watching cannot work
+        self._watch = None  # building.watch.Watch once an op was first used; None where watching cannot work
         self._watch_started = False
         for name in self.__dir__():  # plain attributes from the start: torch.compile finds them without __getattr__
             self._add(name)
@@ -155,9 +155,6 @@ class _Op:
 
         self._ready = _constant_for_compile(ready)
         self.front = _front(self)
-
-    def __call__(self, *args, **kwargs):
-        return self.front(*args, **kwargs)
 
     def __repr__(self):
         return f"<op {self.name} from {self.folder}>"
@@ -263,9 +260,8 @@ class _Op:
         log_start = ninja_log.stat().st_size if ninja_log.exists() else 0
         t0 = time.perf_counter()
         cxx, note = safe_cxx()
-        if note and note not in _said:
-            print(f"[labkit] {note} (make doctor)", file=sys.stderr)
-            _said.add(note)
+        if note:
+            say_once(f"{note} (make doctor)")
         if cxx is None and note:
             raise RuntimeError(f"{self.name}: {note}; install g++ or set CXX to a working C++ compiler")
         with _build_lock(build_dir, self.name), _environ(CXX=cxx):
@@ -314,7 +310,6 @@ class _Op:
 
 _loaded_paths = set()
 _copy_numbers = itertools.count()
-_said = set()
 
 
 @contextmanager

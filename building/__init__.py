@@ -10,3 +10,14 @@
 
 Nothing here imports loader.py or kit/: imports run one way, kit/ (the lessons' tools) -> loader.py -> building/.
 """
+import sys
+
+_said = set()
+
+
+def say_once(message):
+    """Print `[labkit] message` to stderr the first time this process says it (a note about the machine, not a
+    result: the compiler the loader avoids, why files are not watched)."""
+    if message not in _said:
+        _said.add(message)
+        print(f"[labkit] {message}", file=sys.stderr)

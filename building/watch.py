@@ -21,18 +21,13 @@ import sys
 import weakref
 from pathlib import Path
 
+from building import say_once
+
 # Filesystems where another machine's writes raise no inotify event here.
 NETWORK_FILESYSTEMS = {"nfs", "nfs4", "cifs", "smb3", "smbfs", "9p", "afs", "ceph", "glusterfs", "lustre", "gpfs",
                        "fuse.sshfs", "fuse.s3fs", "fuse.gcsfuse", "fuse.rclone", "davfs", "fuse.davfs2"}
 
 _watches = weakref.WeakSet()
-_said = set()
-
-
-def say_once(message):
-    if message not in _said:
-        _said.add(message)
-        print(f"[labkit] {message}", file=sys.stderr)
 
 
 def filesystem_type(path):
@@ -75,22 +70,18 @@ class Watch:
     """inotify on a kernels folder: `pending()` is one epoll_wait(0); `take()` reads the events and returns the names
     of the folders they happened in (an op's folder name, or "common", or "" for kernels/ itself)."""
 
-    MASK = None  # set on first use: inotify_simple's flags
-
     def __init__(self, kernels):
         from inotify_simple import INotify, flags
 
         self.kernels = Path(kernels)
-        if Watch.MASK is None:
-            Watch.MASK = (flags.MODIFY | flags.ATTRIB | flags.CLOSE_WRITE | flags.MOVED_FROM | flags.MOVED_TO
-                          | flags.CREATE | flags.DELETE | flags.DELETE_SELF | flags.MOVE_SELF)
+        self._mask = (flags.MODIFY | flags.ATTRIB | flags.CLOSE_WRITE | flags.MOVED_FROM | flags.MOVED_TO
+                      | flags.CREATE | flags.DELETE | flags.DELETE_SELF | flags.MOVE_SELF)
         self._inotify = INotify(nonblocking=True)
         self._epoll = select.epoll()
         self._epoll.register(self._inotify.fileno(), select.EPOLLIN)
         self.pending = self._epoll.poll  # pending(0): a non-empty list when events wait
         self._folders = {}  # watch descriptor -> folder name
-        self.closed = False
-        self.on_close = []  # called when watching stops (a fork)
+        self.on_close = []  # called when watching stops (a fork): the owner then checks files on every call
         self._add(self.kernels, "")
         for sub in sorted(self.kernels.iterdir()):
             if sub.is_dir():
@@ -98,12 +89,10 @@ class Watch:
         _watches.add(self)
 
     def _add(self, path, name):
-        self._folders[self._inotify.add_watch(path, Watch.MASK)] = name
+        self._folders[self._inotify.add_watch(path, self._mask)] = name
 
     def take(self):
         """Drain the queue; the set of folder names touched. A new folder under kernels/ is watched from now on."""
-        if self.closed:
-            return {"*"}
         touched = set()
         for event in self._inotify.read(timeout=0):
             if event.mask & 0x4000:  # IN_Q_OVERFLOW: the queue was full and events were lost
@@ -121,7 +110,6 @@ class Watch:
         return touched
 
     def close(self):
-        self.pending, self.closed = always, True
         try:
             self._epoll.close()
             self._inotify.close()
