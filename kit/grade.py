@@ -19,7 +19,6 @@ from pathlib import Path
 
 
 import loader
-from kit.checks import GPU  # noqa: F401  (kit.grade.GPU, as before)
 
 
 def find_exercises(root=loader.ROOT):
