@@ -14,7 +14,12 @@
 //         }
 //         static variable_list backward(AutogradContext* ctx, variable_list grads) { ... }
 //     };
-//     TORCH_LIBRARY_IMPL(labkit, Autograd, m) { m.impl("my_op", [](const at::Tensor& x) { return MyFunction::apply(x); }); }
+//     static at::Tensor my_op_autograd(const at::Tensor& x) {
+//         if (wants_grad(x)) return MyFunction::apply(x);  // record the call for backward
+//         const at::AutoDispatchBelowADInplaceOrView below_autograd;
+//         return my_op.call(x);                            // nothing to record: straight to the kernel
+//     }
+//     TORCH_LIBRARY_IMPL(labkit, Autograd, m) { m.impl("my_op", &my_op_autograd); }
 //
 // backward() calls ops through the dispatcher too (never a kernel directly): then autograd sees them, a
 // second derivative works, and torch.compile can trace the backward.
