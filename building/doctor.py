@@ -12,7 +12,7 @@ import sys
 import torch
 
 from building import environment
-from building.toolchain import safe_cxx
+from building.toolchain import fast_linker, safe_cxx
 
 OK, WARN, BAD = "ok  ", "warn", "FAIL"
 
@@ -70,6 +70,9 @@ def checks():
             yield WARN, note, "unset CXX   # the loader already does this for its own builds"
         elif note:
             yield BAD, note, "sudo apt-get install g++ && unset CXX"
+        linker = fast_linker(used)
+        yield OK, f"linker: {linker.split('=')[1] if linker else 'the compiler default (GNU ld)'}", \
+            None if linker else "sudo apt-get install binutils   # gold (or lld, mold) links an edit ~2x faster"
     else:
         yield BAD, "no C++ compiler found (c++, g++ or $CXX)", "sudo apt-get install g++   # or: conda install gxx"
 

@@ -1,4 +1,4 @@
-"""Is the host C++ compiler safe for a torch extension? One check, used by the loader and the doctor.
+"""Is the host C++ compiler safe for a torch extension, and which linker is fastest? Used by the loader and the doctor.
 
 A C++ exception thrown in an extension (every failed TORCH_CHECK) is caught by libtorch. That works only if the
 extension uses the process's shared C++ runtime (libstdc++.so.6). A compiler set up to link its own runtime
@@ -69,3 +69,25 @@ def safe_cxx():
             return other, (f"CXX={cxx} links a private static C++ runtime, so the first C++ exception in an op "
                            f"(any failed argument check) would crash Python; building with {other} instead")
     return None, f"CXX={cxx} links a private static C++ runtime and no other C++ compiler was found"
+
+
+@functools.cache
+def fast_linker(cxx):
+    """The -fuse-ld= flag of the fastest linker `cxx` can link a shared library with (mold, lld, then gold), or
+    None for the default. Every .cu or .cpp edit relinks the op against libtorch's large symbol tables: GNU ld
+    takes 0.37 s for add2 on the 2-core machine, gold 0.19 s (scripts/experiment_edit_time.py measures them)."""
+    exe = shutil.which((cxx or "c++").split()[0])
+    if not exe or os.environ.get("LABKIT_LINKER") == "default":
+        return None
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "probe.cpp"
+        src.write_text(_PROBE)
+        for ld in ("mold", "lld", "gold"):
+            if not (shutil.which(f"ld.{ld}") or shutil.which(ld)):
+                continue
+            flag = f"-fuse-ld={ld}"
+            r = subprocess.run([exe, *(cxx or "c++").split()[1:], "-shared", "-fPIC", flag, str(src), "-o",
+                                str(Path(tmp) / f"{ld}.so")], capture_output=True)
+            if r.returncode == 0:
+                return flag
+    return None

@@ -72,7 +72,7 @@ BUILDS = """
         return phases
     k = tmp / "kernels" / "add2"
     prev_cu, prev_cpu = "ld(x.v[k]) + ", "load(a[i]) + "
-    for m in (2, 3, 4):  # a = b = 1, so the edited kernel gives m + 1
+    for m in (2, 3, 4, 5, 6):  # a = b = 1, so the edited kernel gives m + 1
         if dev == "cuda":
             log_at, csv_at = ninja_log.stat().st_size, times_csv.stat().st_size if times_csv.exists() else 0
             edit(k / "add2.cu", prev_cu, f"ld(x.v[k]) * {m} + "); prev_cu = f"ld(x.v[k]) * {m} + "

@@ -133,6 +133,7 @@ __global__ void elu_scalar_kernel(T* y, const T* x, compute_t<T> alpha, int64_t 
 // issued before any math, so the loads of one thread travel together. The n % N elements past the
 // last full pack go to block 0.
 constexpr int kPacks = 2;
+constexpr int kBackwardPacks = 1;  // the backward's own: see kBackwardThreads
 
 template <typename T>
 __global__ void elu_vec_kernel(T* __restrict__ y, const T* __restrict__ x, compute_t<T> alpha, int64_t n) {
@@ -169,16 +170,16 @@ __global__ void elu_backward_scalar_kernel(T* dx, const T* dy, const T* x, compu
     if (i < n) st(&dx[i], elu_grad_value<T>(ld(dy[i]), ld(x[i]), alpha));
 }
 
-// Backward 4: as elu_vec_kernel, with two inputs: 64 bytes requested per thread before any math.
+// Backward 4: as elu_vec_kernel, with two inputs: kBackwardPacks packs of each requested before any math.
 template <typename T>
 __global__ void elu_backward_vec_kernel(T* __restrict__ dx, const T* __restrict__ dy, const T* __restrict__ x,
                                         compute_t<T> alpha, int64_t n) {
     constexpr int N = Pack16<T>::N;
     const int64_t n_packs = n / N;
-    const int64_t first = int64_t(blockIdx.x) * blockDim.x * kPacks + threadIdx.x;
-    Pack16<T> g[kPacks], in[kPacks];
+    const int64_t first = int64_t(blockIdx.x) * blockDim.x * kBackwardPacks + threadIdx.x;
+    Pack16<T> g[kBackwardPacks], in[kBackwardPacks];
 #pragma unroll
-    for (int k = 0; k < kPacks; k++) {
+    for (int k = 0; k < kBackwardPacks; k++) {
         const int64_t p = first + int64_t(k) * blockDim.x;
         if (p < n_packs) {
             g[k] = reinterpret_cast<const Pack16<T>*>(dy)[p];
@@ -186,7 +187,7 @@ __global__ void elu_backward_vec_kernel(T* __restrict__ dx, const T* __restrict_
         }
     }
 #pragma unroll
-    for (int k = 0; k < kPacks; k++) {
+    for (int k = 0; k < kBackwardPacks; k++) {
         const int64_t p = first + int64_t(k) * blockDim.x;
         if (p < n_packs) {
             Pack16<T> out;
@@ -210,8 +211,11 @@ constexpr int kThreads = 256;  // 8 warps: enough blocks per SM to hide latency,
 // elu-variants.json, float32 at 2^24 / 2^26 / 2^28 against F.elu): 128 threads 0.991 / 1.001 / 1.000, 256
 // threads 0.976 / 0.975 / 0.971, 512 threads 0.974 / 0.976 / 0.973; 4 or 8 packs per thread were slower at
 // 2^24. Smaller blocks finish and free their SM's slot sooner, which keeps more loads in flight in the last
-// wave. The backward (two loads per element) is at a copy's speed with 256.
+// wave. The backward (two loads per element) does best with one pack per thread in blocks of 256 (elu-variants-3
+// .json: of a copy at 2^24 / 2^26, float32 0.990 / 1.019, bfloat16 0.965 / 1.009, against 0.982 / 1.012 and
+// 0.946 / 0.997 with two packs): its two loads already keep 32 bytes per thread in flight.
 constexpr int kForwardThreads = 128;
+constexpr int kBackwardThreads = 256;
 
 cudaError_t elu_seed_cuda(float* y, const float* x, int n, cudaStream_t stream) {
     elu_kernel<<<cdiv(n, kThreads), kThreads, 0, stream>>>(x, y, n);  // the seed used the default stream
@@ -223,10 +227,10 @@ cudaError_t elu_seed_smem_cuda(float* y, const float* x, int n, cudaStream_t str
     return cudaGetLastError();
 }
 
-// Blocks for the vector kernels: one per threads * kPacks packs, and at least one for the tail.
+// Blocks for the vector kernels: one per threads * packs packs, and at least one for the tail.
 template <typename T>
-static int64_t vec_blocks(int64_t n, int threads) {
-    const int64_t blocks = cdiv(n / Pack16<T>::N, int64_t(threads) * kPacks);
+static int64_t vec_blocks(int64_t n, int threads, int packs) {
+    const int64_t blocks = cdiv(n / Pack16<T>::N, int64_t(threads) * packs);
     return blocks > 0 ? blocks : 1;
 }
 
@@ -237,7 +241,7 @@ cudaError_t elu_cuda(DType dtype, void* y, const void* x, double alpha, int64_t 
         T* y_ = static_cast<T*>(y);
         const T* x_ = static_cast<const T*>(x);
         if (aligned16(x) && aligned16(y)) {
-            elu_vec_kernel<T><<<vec_blocks<T>(n, kForwardThreads), kForwardThreads, 0, stream>>>(y_, x_, a, n);
+            elu_vec_kernel<T><<<vec_blocks<T>(n, kForwardThreads, kPacks), kForwardThreads, 0, stream>>>(y_, x_, a, n);
         } else {
             elu_scalar_kernel<T><<<cdiv(n, kThreads), kThreads, 0, stream>>>(y_, x_, a, n);
         }
@@ -254,7 +258,8 @@ cudaError_t elu_backward_cuda(DType dtype, void* dx, const void* dy, const void*
         const T* dy_ = static_cast<const T*>(dy);
         const T* x_ = static_cast<const T*>(x);
         if (aligned16(dx) && aligned16(dy) && aligned16(x)) {
-            elu_backward_vec_kernel<T><<<vec_blocks<T>(n, kThreads), kThreads, 0, stream>>>(dx_, dy_, x_, a, n);
+            elu_backward_vec_kernel<T><<<vec_blocks<T>(n, kBackwardThreads, kBackwardPacks), kBackwardThreads, 0,
+                                         stream>>>(dx_, dy_, x_, a, n);
         } else {
             elu_backward_scalar_kernel<T><<<cdiv(n, kThreads), kThreads, 0, stream>>>(dx_, dy_, x_, a, n);
         }

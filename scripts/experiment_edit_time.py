@@ -1,0 +1,96 @@
+"""Where a .cu edit's time goes, and what each way of cutting it saves: nvcc's flags and the linker, each variant
+timed side by side on the same files (median of REPS runs), on the machine it runs on.
+
+The loader's own edit-to-result time (with whatever it chose) is scripts/measure_loader.py; this script is the
+experiment behind that choice. It builds add2 once in a scratch folder, reads the exact nvcc and link commands from
+its build.ninja, then reruns them with one change at a time:
+  nvcc:  -O3 (nvcc's -O is the optimisation of the host code only: the launchers; device code is always optimised),
+         -O1, -O0; each alone and with --threads 0 (device and host steps of one file in parallel).
+  link:  the default linker (GNU ld.bfd); gold, lld and mold where they are installed.
+Writes results/<date>-<machine>/edit_time.json and prints a table. ~1 min.
+Run: python scripts/experiment_edit_time.py
+"""
+import datetime
+import json
+import os
+import re
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import torch  # noqa: E402
+
+import loader  # noqa: E402
+from building.toolchain import safe_cxx  # noqa: E402
+from kit import results  # noqa: E402
+
+REPS = int(os.environ.get("REPS", 7))
+
+
+def timed(cmd, cwd):
+    runs = []
+    for _ in range(REPS):
+        t0 = time.perf_counter()
+        r = subprocess.run(cmd, cwd=cwd, shell=True, capture_output=True, text=True)
+        runs.append(time.perf_counter() - t0)
+        if r.returncode:
+            return {"error": (r.stdout + r.stderr)[-400:]}
+    return {"median_s": statistics.median(runs), "min_s": min(runs), "runs_s": runs}
+
+
+def ninja_vars(text):
+    return {m.group(1): m.group(2) for m in re.finditer(r"^(\w+) = (.*)$", text, re.M)}
+
+
+def main():
+    cuda = loader.cuda_build_wanted()
+    out = {"date": datetime.date.today().isoformat(), "machine": results.slug(results.machine_name()), "torch": torch.__version__,
+           "cpus": os.cpu_count(), "reps": REPS, "cuda": cuda,
+           "linkers_found": {ld: shutil.which(ld) for ld in ("ld.bfd", "ld.gold", "ld.lld", "ld.mold", "mold")}}
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        shutil.copytree(ROOT / "kernels", tmp / "kernels")
+        lab = loader.Ops(tmp / "kernels", build_dir=tmp / "build")
+        lab.add2(torch.ones(4), torch.ones(4))
+        bdir = next((tmp / "build").glob("*/add2"))
+        v = ninja_vars((bdir / "build.ninja").read_text())
+        cxx = safe_cxx()[0] or "c++"  # the compiler the loader links with
+        objs = " ".join(sorted(p.name for p in bdir.glob("*.o")))
+        # the link as ninja ran it, minus any linker the loader chose, so each variant names its own
+        ldflags = re.sub(r"\s-fuse-ld=\S+", "", v["ldflags"])
+        out["link"] = {}
+        for ld in ("bfd", "gold", "lld", "mold"):
+            if ld != "bfd" and not (shutil.which(f"ld.{ld}") or (ld == "mold" and shutil.which("mold"))):
+                continue
+            out["link"][ld] = timed(f"{cxx} {objs} {ldflags} -fuse-ld={ld} -o /tmp/labkit-link-{ld}.so", bdir)
+        if cuda:
+            src = str(tmp / "kernels/add2/add2.cu")
+            base = re.sub(r"\s(-O\d|--threads \d+)(?=\s|$)", "", v["cuda_cflags"])
+            nvcc = f"{v['nvcc']} -MD -MF x.d {base} {{flags}} -c {shlex.quote(src)} -o x.o"
+            out["nvcc_add2_cu"] = {flags: timed(nvcc.format(flags=flags), bdir) for flags in [
+                "-O3", "-O3 --threads 0", "-O1", "-O1 --threads 0", "-O0", "-O0 --threads 0"]}
+            empty = tmp / "empty.cu"
+            empty.write_text("__global__ void k(float* p) { p[0] = 1; }\n")
+            out["nvcc_empty_cu"] = timed(f"{v['nvcc']} {base} -O3 -c {empty} -o x.o", bdir)
+    dest = results.machine_dir()
+    dest.mkdir(parents=True, exist_ok=True)
+    (dest / "edit_time.json").write_text(json.dumps(out, indent=1) + "\n")
+    for part in ("link", "nvcc_add2_cu"):
+        for name, r in out.get(part, {}).items():
+            print(f"{part:13s} {name:26s} " + (f"{r['median_s']:.3f} s (min {r['min_s']:.3f})" if "median_s" in r
+                                                else r["error"]))
+    if "nvcc_empty_cu" in out:
+        print(f"nvcc of an empty kernel file: {out['nvcc_empty_cu'].get('median_s', 0):.3f} s")
+    print(f"wrote {dest / 'edit_time.json'}")
+
+
+if __name__ == "__main__":
+    main()
