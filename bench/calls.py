@@ -3,7 +3,7 @@ operator `torch.ops.labkit.<op>`, and PyTorch's own op, at the small sizes where
 the CPU, 1024 on the GPU), with and without requires_grad. On a GPU also one call end to end: CUDA events just
 before and after it, the GPU idle before (what a harness timing one submission sees).
 
-The bar (issue 13): ops.<op> costs at most 2.5x PyTorch's op per call, in every row. The ratios come from one run
+The bar (issues 13 and 16): ops.<op> costs at most 2.5x PyTorch's op per call, in every row. The ratios come from one run
 with the callables taken in turn (kit.timing.per_call), so a slow moment of the machine slows all of them alike.
 """
 import torch
@@ -21,7 +21,7 @@ def cases(device, n):
     a = torch.randn(n, device=device)
     b = torch.randn(n, device=device)
     ag = a.clone().requires_grad_()
-    add2, elu = torch.ops.labkit.add2.default, torch.ops.labkit.elu.default
+    add2, elu, sum_ = torch.ops.labkit.add2.default, torch.ops.labkit.elu.default, torch.ops.labkit.sum.default
     return [
         ("add2", False, {"ops": lambda: ops.add2(a, b), "registered": lambda: add2(a, b),
                          "torch": lambda: torch.add(a, b)}),
@@ -29,6 +29,9 @@ def cases(device, n):
                         "torch": lambda: torch.add(ag, b)}),
         ("elu", False, {"ops": lambda: ops.elu(a), "registered": lambda: elu(a, 1.0), "torch": lambda: F.elu(a)}),
         ("elu", True, {"ops": lambda: ops.elu(ag), "registered": lambda: elu(ag, 1.0), "torch": lambda: F.elu(ag)}),
+        ("sum", False, {"ops": lambda: ops.sum(a), "registered": lambda: sum_(a, None), "torch": lambda: torch.sum(a)}),
+        ("sum", True, {"ops": lambda: ops.sum(ag), "registered": lambda: sum_(ag, None),
+                       "torch": lambda: torch.sum(ag)}),
     ]
 
 
@@ -37,7 +40,7 @@ def measure(device, log=print):
     device = torch.device(device)
     n = SIZES[device.type]
     x = torch.ones(4, device=device)
-    ops.add2(x, x), ops.elu(x)  # build and load both ops before anything is timed
+    ops.add2(x, x), ops.elu(x), ops.sum(x)  # build and load the ops before anything is timed
     rows = []
     for op, grad, fns in cases(device, n):
         host = timing.per_call(fns, device=device)
