@@ -1,11 +1,12 @@
 // sum_cpu.cpp: the sum of each row on the CPU, for every dtype the kit knows.
 //
 // Why not one `acc += x[i]` loop? Summing 2^24 values of about 100 one after another in float, the running
-// sum reaches 1.7e9, where one float step (ulp) is 128: every addition then rounds away up to 64, and the
-// errors pile up (~1e-4 relative, notebook 06 measures it). Adding in a tree instead keeps the two sides of
-// each addition of similar size, so each rounding is relative to a partial sum, not the whole: the error
-// grows with log2(n), not n. This is a tree of blocks: 8 interleaved accumulators inside a block of
-// kBlock elements (the compiler keeps them in one SIMD register), blocks combined pairwise.
+// sum passes 2^30 (1.07e9), where one float step (ulp) is 128: from there each value of 90-110 is rounded to
+// exactly 128 as it is added, and the result comes out ~12% too large (notebook 06 measures it). Adding in a
+// tree instead keeps the two sides of each addition of similar size, so each rounding is relative to a
+// partial sum, not the whole: the error grows with log2(n), not n. This is a tree of blocks: 8 interleaved
+// accumulators inside a block of kBlock elements (the compiler keeps them in one SIMD register), blocks
+// combined pairwise.
 // The order is fixed by n alone, so the same input gives the same bits on every run.
 #include <type_traits>
 
