@@ -63,6 +63,18 @@ MUTANTS = [
     ("bias_relu", "bias_relu/bias_relu.cpp", 'TORCH_CHECK_VALUE(bias.dim() == 1 && bias.size(0) == x.size(1)',
      'TORCH_CHECK_VALUE(true', "clear errors on bad input", None),
     ("bias_relu", "bias_relu/bias_relu_cpu.cpp", "bias[c]", "bias[r % cols]", "matches relu(x + bias) on cpu", None),
+    ("ex7_warp_sum", "ex7_warp_sum/ex7_warp_sum.h", "for (int offset = 16;", "for (int offset = 8;",
+     "matches x.sum()", None),  # lanes 16..31 never reach lane 0
+    ("ex7_warp_sum", "ex7_warp_sum/ex7_warp_sum.h", "v += shfl_down(v, offset)", "v = shfl_down(v, offset)",
+     "matches x.sum()", None),  # each step replaces instead of adding: lane 0 ends with lane 31's value
+    ("ex8_block_sum", "ex8_block_sum/ex8_block_sum.h", "i < cols; i +=", "i < cols - 1; i +=",
+     "matches x.sum(dim=-1)", None),  # the tail: the row's last element is lost
+    ("ex8_block_sum", "ex8_block_sum/ex8_block_sum.h", "i < cols; i +=", "i <= cols; i +=",
+     "reads nothing past the end", None),
+    ("ex8_block_sum", "ex8_block_sum/ex8_block_sum.h", "atomic_add(&out[row], total)", "atomic_add(&out[0], total)",
+     "adds into its own row", None),  # an atomic to the wrong address
+    ("ex8_block_sum", "ex8_block_sum/ex8_block_sum.h", "    block_sync();  // every warp's slot written", "    //",
+     "waits for every warp", None),  # the barrier deleted: a race, caught every time (the CPU runs warp 0 first)
     ("ex6_time_kernel", "../exercises/ex6_time_kernel/ex6_time_kernel.py",
      "        fn()\n        torch.cuda.synchronize()  # the launch", "        fn()\n        # the launch",
      "measures a 2 ms GPU kernel", "cuda"),  # an unsynchronised timing: only the launch is measured
