@@ -197,8 +197,8 @@ __device__ __forceinline__ float4 load4(const float* p, int64_t at, int64_t end)
 template <bool kVec>
 __global__ void matmul_vec_kernel(float* c, const float* a, const float* b, int64_t M, int64_t N, int64_t K) {
     static_assert(kBM * kBK / 4 == kR2Threads && kBK * kBN / 4 == kR2Threads, "one float4 of each tile per thread");
-    __shared__ alignas(16) float As[kBK][kBM];
-    __shared__ alignas(16) float Bs[kBK][kBN];
+    __shared__ __align__(16) float As[kBK][kBM];
+    __shared__ __align__(16) float Bs[kBK][kBN];
     const int t = threadIdx.x, trow = t / (kBN / kTN), tcol = t % (kBN / kTN);
     const int64_t row0 = int64_t(blockIdx.y) * kBM, col0 = int64_t(blockIdx.x) * kBN;
     const int ar = t / (kBK / 4), ak = (t % (kBK / 4)) * 4;  // A tile: row ar, k ak ... ak + 3
@@ -282,11 +282,11 @@ __global__ void matmul_wmma_kernel(T* c, const T* a, const T* b, int64_t M, int6
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
     __trap();  // bfloat16 WMMA needs sm_80; the binding refuses older GPUs (matmul_wmma_supported)
 #else
-    // alignas(32): load_matrix_sync and store_matrix_sync need 256-bit aligned pointers; every fragment's offset
+    // __align__(32): load_matrix_sync and store_matrix_sync need 256-bit aligned pointers; every fragment's offset
     // (16 rows of 40 or 72 elements, or 16 columns) is a multiple of 32 bytes.
-    __shared__ alignas(32) T As[kWM][kWK + kPad16];
-    __shared__ alignas(32) T Bs[kWK][kWN + kPad16];
-    __shared__ alignas(32) float Cs[kWM][kWN + kPad32];
+    __shared__ __align__(32) T As[kWM][kWK + kPad16];
+    __shared__ __align__(32) T Bs[kWK][kWN + kPad16];
+    __shared__ __align__(32) float Cs[kWM][kWN + kPad32];
     const int t = threadIdx.x, warp = t / 32, wr = (warp / 2) * 32, wc = (warp % 2) * 32;
     const int64_t row0 = int64_t(blockIdx.y) * kWM, col0 = int64_t(blockIdx.x) * kWN;
     wmma::fragment<wmma::accumulator, kWF, kWF, kWF, float> acc[2][2];
