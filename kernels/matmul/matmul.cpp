@@ -1,0 +1,125 @@
+// matmul.cpp: the binding of matmul: checks a and b, makes them contiguous, calls the torch-free kernels in
+// matmul_cpu.cpp / matmul.cu, and registers them as labkit::matmul and labkit::matmul_version (schemas in
+// op.py). The gradient is here too, in C++, and is itself two matmuls.
+#include "autograd.h"
+#include "binding.h"
+#include "matmul.h"
+
+// Floating-point matrices of one dtype, on one device, with a's columns matching b's rows.
+static DType check_inputs(const char* op, const at::Tensor& a, const at::Tensor& b) {
+    const DType dtype = kit_dtype(op, "a", a);
+    kit_dtype(op, "b", b);
+    check_same_device(op, "a", a, "b", b);
+    check_same_dtype(op, "a", a, "b", b);
+    TORCH_CHECK_VALUE(a.dim() == 2 && b.dim() == 2, op, ": a and b must be 2-D matrices, but a has shape ",
+                      a.sizes(), " and b has shape ", b.sizes(), ". For a batch, loop over it or use torch.matmul");
+    TORCH_CHECK_VALUE(a.size(1) == b.size(0), op, ": a's columns must match b's rows (a is M x K, b is K x N), "
+                      "but a has shape ", a.sizes(), " and b has shape ", b.sizes());
+    return dtype;
+}
+
+// ----------------------------------------------------------------------------------------------
+// CPU. Transposed or sliced views are copied to contiguous ones first: the kernels walk raw rows.
+
+static at::Tensor matmul_cpu_impl(const at::Tensor& a, const at::Tensor& b) {
+    const DType dtype = check_inputs("matmul", a, b);
+    const int64_t M = a.size(0), K = a.size(1), N = b.size(1);
+    at::Tensor c = at::empty({M, N}, a.options());
+    if (M == 0 || N == 0) return c;
+    const at::Tensor ac = a.contiguous(), bc = b.contiguous();
+    matmul_cpu(dtype, c.data_ptr(), ac.data_ptr(), bc.data_ptr(), M, N, K);
+    return c;
+}
+
+static at::Tensor matmul_version_cpu_impl(const at::Tensor& a, const at::Tensor&, int64_t) {
+    TORCH_CHECK(false, "matmul(version=...) runs the lesson's GPU kernels and has no CPU version; a is on ",
+                a.device(), ". Use CUDA tensors, or the default version.");
+}
+
+TORCH_LIBRARY_IMPL(labkit, CPU, m) {
+    m.impl("matmul", &matmul_cpu_impl);
+    m.impl("matmul_version", &matmul_version_cpu_impl);
+}
+
+// ----------------------------------------------------------------------------------------------
+// Autograd, for every device. C = A B, so dL/dA = dC B^T (M x N times N x K) and dL/dB = A^T dC (K x M times
+// M x N): two more matmuls, through the dispatcher on transposed views (the kernels get contiguous copies).
+// Called above autograd, so a second derivative works too.
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+static at::Tensor matmul_op(const at::Tensor& a, const at::Tensor& b) {
+    static const auto op = typed_op<at::Tensor(const at::Tensor&, const at::Tensor&)>("labkit::matmul");
+    return op.call(a, b);
+}
+
+struct MatmulFunction : torch::autograd::Function<MatmulFunction> {
+    static at::Tensor forward(AutogradContext* ctx, const at::Tensor& a, const at::Tensor& b) {
+        ctx->save_for_backward({a, b});
+        const at::AutoDispatchBelowADInplaceOrView below_autograd;
+        return matmul_op(a, b);
+    }
+    static variable_list backward(AutogradContext* ctx, variable_list grads) {
+        const variable_list saved = ctx->get_saved_variables();
+        const at::Tensor &a = saved[0], &b = saved[1], &dc = grads[0];
+        at::Tensor da, db;
+        if (ctx->needs_input_grad(0)) da = matmul_op(dc, b.t());
+        if (ctx->needs_input_grad(1)) db = matmul_op(a.t(), dc);
+        return {da, db};
+    }
+};
+
+static at::Tensor matmul_autograd_impl(const at::Tensor& a, const at::Tensor& b) {
+    if (wants_grad(a, b)) return MatmulFunction::apply(a, b);
+    const at::AutoDispatchBelowADInplaceOrView below_autograd;
+    return matmul_op(a, b);
+}
+
+TORCH_LIBRARY_IMPL(labkit, Autograd, m) {
+    m.impl("matmul", &matmul_autograd_impl);
+}
+
+// ----------------------------------------------------------------------------------------------
+// CUDA: the guard makes a's GPU current; launches go to its current stream.
+#ifdef LABKIT_WITH_CUDA
+
+static at::Tensor matmul_cuda_run(DType dtype, const at::Tensor& a, const at::Tensor& b, int version) {
+    const c10::cuda::CUDAGuard guard(a.device());
+    const int64_t M = a.size(0), K = a.size(1), N = b.size(1);
+    at::Tensor c = at::empty({M, N}, a.options());
+    if (M == 0 || N == 0) return c;
+    if (K == 0) return c.zero_();  // empty sums are 0; a grid of 0 blocks is invalid
+    const at::Tensor ac = a.contiguous(), bc = b.contiguous();
+    check_launch("matmul kernel", matmul_cuda(version, dtype, c.data_ptr(), ac.data_ptr(), bc.data_ptr(), M, N, K,
+                                              a.get_device(), current_stream()));
+    return c;
+}
+
+static at::Tensor matmul_cuda_impl(const at::Tensor& a, const at::Tensor& b) {
+    return matmul_cuda_run(check_inputs("matmul", a, b), a, b, kMatmulFast);
+}
+
+static at::Tensor matmul_version_cuda_impl(const at::Tensor& a, const at::Tensor& b, int64_t version) {
+    const char* op = "matmul(version=...)";
+    TORCH_CHECK_VALUE(version >= kMatmulNaive && version <= kMatmulWmma, "matmul_version: version must be 1 "
+                      "(naive), 2 (coalesced), 3 (smem), 4 (reg1d), 5 (reg2d), 6 (vec) or 7 (wmma); got ", version);
+    const DType dtype = check_inputs(op, a, b);
+    if (version == kMatmulWmma) {
+        TORCH_CHECK_TYPE(dtype == DType::f16 || dtype == DType::bf16, op, ": version \"wmma\" (tensor cores) "
+                         "takes float16 or bfloat16 only, but a is ", a.scalar_type());
+        TORCH_CHECK(matmul_wmma_supported(a.get_device()), op, ": version \"wmma\" needs a GPU of "
+                    "compute capability 8.0 (Ampere) or newer; ", a.device(), " is older");
+    } else {
+        TORCH_CHECK_TYPE(dtype == DType::f32, op, ": the lesson's versions 1-6 take float32 only, but a is ",
+                         a.scalar_type(), " (\"wmma\" takes float16 and bfloat16; the default takes every dtype)");
+    }
+    return matmul_cuda_run(dtype, a, b, int(version));
+}
+
+TORCH_LIBRARY_IMPL(labkit, CUDA, m) {
+    m.impl("matmul", &matmul_cuda_impl);
+    m.impl("matmul_version", &matmul_version_cuda_impl);
+}
+
+#endif  // LABKIT_WITH_CUDA

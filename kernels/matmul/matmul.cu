@@ -1,0 +1,405 @@
+// matmul.cu: C = A @ B on the GPU, for A (M x K), B (K x N), C (M x N), row-major: C[i][j] = sum_k A[i][k] B[k][j].
+//
+// Napkin math. A matmul does 2MNK flops on MK + KN + MN elements: at M = N = K = 4096, 137 GFLOP on 200 MB of
+// float. An H200 does ~60 TFLOP/s of float32 FMA (~1000 TFLOP/s of bf16 on tensor cores) and reads ~4 TB/s:
+// the flops take ~2 ms, reading each element once ~0.05 ms. So a matmul can be compute-bound, but only if each
+// element, once loaded, is used many times: the naive kernel reads 2K elements for each output's 2K flops
+// (1 flop per 4 bytes, 0.25 flop/byte): were every operand read from DRAM, ~1 TFLOP/s at best (the caches
+// catch some of the reuse, by luck rather than by design). Every version below raises the flops done per byte
+// moved, first from DRAM (tiles in shared memory), then from shared memory (registers).
+//
+// Versions, simplest first (ops.matmul(a, b, version=...) runs one; ops.matmul(a, b) runs "fast"):
+//   1. matmul_naive_kernel      one thread per output; threadIdx.x runs over rows, so the 32 threads of a warp
+//                               read A 32 rows (K elements) apart and write C N apart: 32 memory transactions
+//                               where one would do (uncoalesced).
+//   2. matmul_coalesced_kernel  the same, with threadIdx.x over columns: a warp reads one element of A (the same
+//                               for all 32: a broadcast) and 32 consecutive ones of B and C. Same flops, fewer
+//                               transactions.
+//   3. matmul_smem_kernel       32 x 32 tiles of A and B loaded into shared memory by the block's 1024 threads,
+//                               then used from there: each element loaded from DRAM is used 32 times (a T x T
+//                               tile reuses each loaded element T times): 8 flop/byte from DRAM.
+//   4. matmul_reg1d_kernel      64 x 64 tiles of C, each thread 8 outputs of one column: one value of B from
+//                               shared memory serves 8 FMAs (kept in a register), so shared-memory traffic falls
+//                               from 2 loads per FMA to (1 + 8) / 8.
+//   5. matmul_reg2d_kernel      128 x 128 tiles of C, each thread an 8 x 8 tile: per step 8 values of A and 8 of B
+//                               from shared memory make 64 FMAs (outer product in registers): 0.25 loads per FMA.
+//   6. matmul_vec_kernel        5 with 16-byte loads (float4) from DRAM and shared memory, and the A tile stored
+//                               transposed in shared memory, so that a thread's 8 values of A are consecutive
+//                               (two float4 loads instead of 8 scalar ones). What ops.matmul runs for float32.
+//   7. matmul_wmma_kernel       float16 / bfloat16 on tensor cores (nvcuda::wmma): each warp multiplies 16 x 16 x 16
+//                               fragments in one instruction, accumulating in float. Tiles are padded with zeros
+//                               in shared memory, so any M, N, K works. What ops.matmul runs for 16-bit types.
+// float64 runs version 3 (ops.matmul's "fast" for double: GPUs have few float64 units, and the lesson is about
+// float32 and 16-bit). Every version handles any M, N, K: loads past an edge read 0, stores past it are skipped.
+// Grids run blockIdx.x over column tiles (up to 2^31 - 1) and blockIdx.y over row tiles (up to 65535).
+#include <mma.h>
+
+#include <type_traits>
+
+#include "cuda_types.cuh"
+#include "matmul.h"
+
+// What a product of T is accumulated in: float for float and the 16-bit types, double for double.
+template <typename T>
+using acc_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
+
+// ----------------------------------------------------------------------------------------------
+// 1-2. One thread per output, K multiply-adds each, all operands from DRAM (or whatever the caches keep).
+
+constexpr int kSimple = 32;  // versions 1-3: 32 x 32 = 1024 threads per block, one output each
+
+// 1. threadIdx.x over rows: neighbouring threads of a warp read A[row][k] K elements apart.
+__global__ void matmul_naive_kernel(float* c, const float* a, const float* b, int64_t M, int64_t N, int64_t K) {
+    const int64_t row = int64_t(blockIdx.y) * blockDim.x + threadIdx.x;
+    const int64_t col = int64_t(blockIdx.x) * blockDim.y + threadIdx.y;
+    if (row >= M || col >= N) return;
+    float acc = 0.0f;
+    for (int64_t k = 0; k < K; k++) acc += a[row * K + k] * b[k * N + col];
+    c[row * N + col] = acc;
+}
+
+// 2. threadIdx.x over columns: a warp reads one A[row][k] and 32 consecutive B[k][col].
+__global__ void matmul_coalesced_kernel(float* c, const float* a, const float* b, int64_t M, int64_t N, int64_t K) {
+    const int64_t row = int64_t(blockIdx.y) * blockDim.y + threadIdx.y;
+    const int64_t col = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (row >= M || col >= N) return;
+    float acc = 0.0f;
+    for (int64_t k = 0; k < K; k++) acc += a[row * K + k] * b[k * N + col];
+    c[row * N + col] = acc;
+}
+
+// ----------------------------------------------------------------------------------------------
+// 3. Shared-memory tiles. Each step the block loads a 32 x 32 tile of A and one of B (one element per thread,
+// coalesced), then each thread does 32 multiply-adds from shared memory. For every dtype: float64 runs it.
+// No bank conflicts: a warp reads one As element (a broadcast) and 32 consecutive Bs elements.
+template <typename T>
+__global__ void matmul_smem_kernel(T* c, const T* a, const T* b, int64_t M, int64_t N, int64_t K) {
+    using A = acc_t<T>;
+    __shared__ A As[kSimple][kSimple], Bs[kSimple][kSimple];
+    const int tx = threadIdx.x, ty = threadIdx.y;
+    const int64_t row = int64_t(blockIdx.y) * kSimple + ty, col = int64_t(blockIdx.x) * kSimple + tx;
+    A acc = 0;
+    for (int64_t k0 = 0; k0 < K; k0 += kSimple) {
+        As[ty][tx] = row < M && k0 + tx < K ? ld(a[row * K + k0 + tx]) : A(0);
+        Bs[ty][tx] = k0 + ty < K && col < N ? ld(b[(k0 + ty) * N + col]) : A(0);
+        // Both barriers are needed, and every thread reaches them (threads past the edge load zeros instead of
+        // leaving early). The first: no thread reads the tile before all 1024 have written their element. The
+        // second: no thread overwrites the tile with the next step's values while a slower one still reads it.
+        __syncthreads();
+#pragma unroll
+        for (int k = 0; k < kSimple; k++) acc += As[ty][k] * Bs[k][tx];
+        __syncthreads();
+    }
+    if (row < M && col < N) st(&c[row * N + col], acc);
+}
+
+// ----------------------------------------------------------------------------------------------
+// 4. 1-D register blocking: a block computes a 64 x 64 tile of C with 512 threads; thread t the 8 outputs
+// (rows 8 * (t / 64) ... + 7, column t % 64). Per step (8 values of k) the block loads a 64 x 8 tile of A and
+// an 8 x 64 tile of B, one element each. Each B value read from shared memory is used 8 times from a register.
+
+constexpr int kR1M = 64, kR1N = 64, kR1K = 8, kR1T = 8;   // tile rows, columns, depth; outputs per thread
+constexpr int kR1Threads = kR1M * kR1N / kR1T;           // 512
+static_assert(kR1Threads == kR1M * kR1K && kR1Threads == kR1K * kR1N, "one element of each tile per thread");
+
+__global__ void matmul_reg1d_kernel(float* c, const float* a, const float* b, int64_t M, int64_t N, int64_t K) {
+    __shared__ float As[kR1M][kR1K], Bs[kR1K][kR1N];
+    const int t = threadIdx.x, tcol = t % kR1N, trow = t / kR1N;
+    const int64_t row0 = int64_t(blockIdx.y) * kR1M, col0 = int64_t(blockIdx.x) * kR1N;
+    const int ar = t / kR1K, ac = t % kR1K;  // this thread's element of the A tile
+    const int br = t / kR1N, bc = t % kR1N;  // and of the B tile
+    float acc[kR1T] = {};
+    for (int64_t k0 = 0; k0 < K; k0 += kR1K) {
+        As[ar][ac] = row0 + ar < M && k0 + ac < K ? a[(row0 + ar) * K + k0 + ac] : 0.0f;
+        Bs[br][bc] = k0 + br < K && col0 + bc < N ? b[(k0 + br) * N + col0 + bc] : 0.0f;
+        __syncthreads();
+#pragma unroll
+        for (int k = 0; k < kR1K; k++) {
+            const float bv = Bs[k][tcol];
+#pragma unroll
+            for (int i = 0; i < kR1T; i++) acc[i] += As[trow * kR1T + i][k] * bv;
+        }
+        __syncthreads();
+    }
+    const int64_t col = col0 + tcol;
+    for (int i = 0; i < kR1T; i++) {
+        const int64_t row = row0 + trow * kR1T + i;
+        if (row < M && col < N) c[row * N + col] = acc[i];
+    }
+}
+
+// ----------------------------------------------------------------------------------------------
+// 5-6. 2-D register blocking: a block computes a 128 x 128 tile of C with 256 threads, each an 8 x 8 tile of it
+// (64 accumulators in registers). Per step the block loads a 128 x 8 tile of A and an 8 x 128 tile of B
+// (4 elements of each per thread); per k each thread reads 8 values of A and 8 of B from shared memory into
+// registers and does their 64 products. From DRAM: 2 * 128 * 128 * 8 flops per (128 + 128) * 8 floats loaded,
+// 32 flop/byte, past the ~15 flop/byte where an H200 turns from memory- to compute-bound.
+
+constexpr int kBM = 128, kBN = 128, kBK = 8, kTM = 8, kTN = 8;
+constexpr int kR2Threads = (kBM / kTM) * (kBN / kTN);  // 256
+static_assert(kBM * kBK % kR2Threads == 0 && kBK * kBN % kR2Threads == 0, "the tiles split evenly over threads");
+
+// 5. Scalar loads; As[row][k] as in A.
+__global__ void matmul_reg2d_kernel(float* c, const float* a, const float* b, int64_t M, int64_t N, int64_t K) {
+    __shared__ float As[kBM][kBK], Bs[kBK][kBN];
+    const int t = threadIdx.x, trow = t / (kBN / kTN), tcol = t % (kBN / kTN);
+    const int64_t row0 = int64_t(blockIdx.y) * kBM, col0 = int64_t(blockIdx.x) * kBN;
+    float acc[kTM][kTN] = {}, am[kTM], bn[kTN];
+    for (int64_t k0 = 0; k0 < K; k0 += kBK) {
+        for (int i = t; i < kBM * kBK; i += kR2Threads) {
+            const int r = i / kBK, k = i % kBK;
+            As[r][k] = row0 + r < M && k0 + k < K ? a[(row0 + r) * K + k0 + k] : 0.0f;
+        }
+        for (int i = t; i < kBK * kBN; i += kR2Threads) {
+            const int k = i / kBN, col = i % kBN;
+            Bs[k][col] = k0 + k < K && col0 + col < N ? b[(k0 + k) * N + col0 + col] : 0.0f;
+        }
+        __syncthreads();
+#pragma unroll
+        for (int k = 0; k < kBK; k++) {
+#pragma unroll
+            for (int i = 0; i < kTM; i++) am[i] = As[trow * kTM + i][k];
+#pragma unroll
+            for (int j = 0; j < kTN; j++) bn[j] = Bs[k][tcol * kTN + j];
+#pragma unroll
+            for (int i = 0; i < kTM; i++)
+#pragma unroll
+                for (int j = 0; j < kTN; j++) acc[i][j] += am[i] * bn[j];
+        }
+        __syncthreads();
+    }
+    for (int i = 0; i < kTM; i++) {
+        const int64_t row = row0 + trow * kTM + i;
+        for (int j = 0; j < kTN; j++) {
+            const int64_t col = col0 + tcol * kTN + j;
+            if (row < M && col < N) c[row * N + col] = acc[i][j];
+        }
+    }
+}
+
+// p[0..3], zero past `end` (the row's length). kVec: a whole float4 (16-byte aligned, and the row length a
+// multiple of 4, so a pack is all in or all out); else 4 scalar loads, each guarded.
+template <bool kVec>
+__device__ __forceinline__ float4 load4(const float* p, int64_t at, int64_t end) {
+    if constexpr (kVec) {
+        return at < end ? *reinterpret_cast<const float4*>(p) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    } else {
+        return make_float4(at < end ? p[0] : 0.0f, at + 1 < end ? p[1] : 0.0f, at + 2 < end ? p[2] : 0.0f,
+                           at + 3 < end ? p[3] : 0.0f);
+    }
+}
+
+// 6. 5 with float4 loads: each thread loads one float4 of the A tile (128 rows x 2 packs) and one of the B tile
+// (8 rows x 32 packs) per step. A's pack is stored transposed, As[k][row], so a thread's 8 values of A for one k
+// are consecutive: two float4 reads from shared memory, like B's. (The transposed store hits each bank twice
+// per warp, a 2-way conflict, once per step; the reads it saves happen 8 times per step.)
+// kVec needs K and N multiples of 4 and 16-byte aligned A, B and C; else the same kernel loads 4 floats one by one.
+template <bool kVec>
+__global__ void matmul_vec_kernel(float* c, const float* a, const float* b, int64_t M, int64_t N, int64_t K) {
+    static_assert(kBM * kBK / 4 == kR2Threads && kBK * kBN / 4 == kR2Threads, "one float4 of each tile per thread");
+    __shared__ __align__(16) float As[kBK][kBM];
+    __shared__ __align__(16) float Bs[kBK][kBN];
+    const int t = threadIdx.x, trow = t / (kBN / kTN), tcol = t % (kBN / kTN);
+    const int64_t row0 = int64_t(blockIdx.y) * kBM, col0 = int64_t(blockIdx.x) * kBN;
+    const int ar = t / (kBK / 4), ak = (t % (kBK / 4)) * 4;  // A tile: row ar, k ak ... ak + 3
+    const int bk = t / (kBN / 4), bc = (t % (kBN / 4)) * 4;  // B tile: row bk, columns bc ... bc + 3
+    float acc[kTM][kTN] = {}, am[kTM], bn[kTN];
+    for (int64_t k0 = 0; k0 < K; k0 += kBK) {
+        const float4 av = row0 + ar < M ? load4<kVec>(a + (row0 + ar) * K + k0 + ak, k0 + ak, K)
+                                        : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        As[ak + 0][ar] = av.x;
+        As[ak + 1][ar] = av.y;
+        As[ak + 2][ar] = av.z;
+        As[ak + 3][ar] = av.w;
+        const float4 bv = k0 + bk < K ? load4<kVec>(b + (k0 + bk) * N + col0 + bc, col0 + bc, N)
+                                      : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        *reinterpret_cast<float4*>(&Bs[bk][bc]) = bv;
+        __syncthreads();
+#pragma unroll
+        for (int k = 0; k < kBK; k++) {
+#pragma unroll
+            for (int i = 0; i < kTM; i += 4) {
+                const float4 v = *reinterpret_cast<const float4*>(&As[k][trow * kTM + i]);
+                am[i] = v.x, am[i + 1] = v.y, am[i + 2] = v.z, am[i + 3] = v.w;
+            }
+#pragma unroll
+            for (int j = 0; j < kTN; j += 4) {
+                const float4 v = *reinterpret_cast<const float4*>(&Bs[k][tcol * kTN + j]);
+                bn[j] = v.x, bn[j + 1] = v.y, bn[j + 2] = v.z, bn[j + 3] = v.w;
+            }
+#pragma unroll
+            for (int i = 0; i < kTM; i++)
+#pragma unroll
+                for (int j = 0; j < kTN; j++) acc[i][j] += am[i] * bn[j];
+        }
+        __syncthreads();
+    }
+    for (int i = 0; i < kTM; i++) {
+        const int64_t row = row0 + trow * kTM + i;
+        if (row >= M) break;
+        for (int j = 0; j < kTN; j += 4) {
+            const int64_t col = col0 + tcol * kTN + j;
+            float* out = c + row * N + col;
+            if (kVec && col < N) {
+                *reinterpret_cast<float4*>(out) = make_float4(acc[i][j], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3]);
+            } else if (!kVec) {
+                for (int u = 0; u < 4; u++)
+                    if (col + u < N) out[u] = acc[i][j + u];
+            }
+        }
+    }
+}
+
+// ----------------------------------------------------------------------------------------------
+// 7. Tensor cores. A block of 4 warps computes a 64 x 64 tile of C, each warp a 32 x 32 quarter as 2 x 2
+// fragments of 16 x 16 (float accumulators). Per step the block loads a 64 x 32 tile of A and a 32 x 64 tile of
+// B into shared memory (zeros past the edges, so the fragments never read outside the matrices) and each warp
+// does 2 (k) x 2 x 2 mma_sync calls, each a 16 x 16 x 16 multiply-add (8192 flops) on the tensor cores. The
+// result goes through shared memory (a fragment's layout across lanes is unspecified) to be rounded and stored
+// with guards.
+// Rows of the tiles are padded by 16 bytes: WMMA loads need a leading dimension that is a multiple of 16 bytes,
+// and the padding shifts consecutive rows onto different banks.
+
+namespace wmma = nvcuda::wmma;
+constexpr int kWM = 64, kWN = 64, kWK = 32, kWF = 16;  // block tile rows, columns, depth; fragment size
+constexpr int kWThreads = 128;                          // 4 warps, 2 x 2, each 32 x 32 of C
+constexpr int kPad16 = 8, kPad32 = 4;                   // 16 bytes of 16-bit elements, of floats
+
+bool matmul_wmma_supported(int device) {
+    static int majors[64] = {};  // per device, asked once: the query costs about as much as a launch
+    if (device < 0 || device >= 64) return false;
+    if (majors[device] == 0) {
+        int major = 0;
+        if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess || major < 1)
+            major = -1;
+        majors[device] = major;
+    }
+    return majors[device] >= 8;
+}
+
+template <typename T>
+__global__ void matmul_wmma_kernel(T* c, const T* a, const T* b, int64_t M, int64_t N, int64_t K) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+    __trap();  // bfloat16 WMMA needs sm_80; the binding refuses older GPUs (matmul_wmma_supported)
+#else
+    // __align__(32): load_matrix_sync and store_matrix_sync need 256-bit aligned pointers; every fragment's offset
+    // (16 rows of 40 or 72 elements, or 16 columns) is a multiple of 32 bytes.
+    __shared__ __align__(32) T As[kWM][kWK + kPad16];
+    __shared__ __align__(32) T Bs[kWK][kWN + kPad16];
+    __shared__ __align__(32) float Cs[kWM][kWN + kPad32];
+    const int t = threadIdx.x, warp = t / 32, wr = (warp / 2) * 32, wc = (warp % 2) * 32;
+    const int64_t row0 = int64_t(blockIdx.y) * kWM, col0 = int64_t(blockIdx.x) * kWN;
+    wmma::fragment<wmma::accumulator, kWF, kWF, kWF, float> acc[2][2];
+#pragma unroll
+    for (int i = 0; i < 2; i++)
+#pragma unroll
+        for (int j = 0; j < 2; j++) wmma::fill_fragment(acc[i][j], 0.0f);
+    for (int64_t k0 = 0; k0 < K; k0 += kWK) {
+        for (int i = t; i < kWM * kWK; i += kWThreads) {
+            const int r = i / kWK, k = i % kWK;
+            if (row0 + r < M && k0 + k < K) As[r][k] = a[(row0 + r) * K + k0 + k];
+            else st(&As[r][k], 0.0f);
+        }
+        for (int i = t; i < kWK * kWN; i += kWThreads) {
+            const int k = i / kWN, col = i % kWN;
+            if (k0 + k < K && col0 + col < N) Bs[k][col] = b[(k0 + k) * N + col0 + col];
+            else st(&Bs[k][col], 0.0f);
+        }
+        __syncthreads();
+#pragma unroll
+        for (int k = 0; k < kWK; k += kWF) {
+            wmma::fragment<wmma::matrix_a, kWF, kWF, kWF, T, wmma::row_major> af[2];
+            wmma::fragment<wmma::matrix_b, kWF, kWF, kWF, T, wmma::row_major> bf[2];
+#pragma unroll
+            for (int i = 0; i < 2; i++) wmma::load_matrix_sync(af[i], &As[wr + i * kWF][k], kWK + kPad16);
+#pragma unroll
+            for (int j = 0; j < 2; j++) wmma::load_matrix_sync(bf[j], &Bs[k][wc + j * kWF], kWN + kPad16);
+#pragma unroll
+            for (int i = 0; i < 2; i++)
+#pragma unroll
+                for (int j = 0; j < 2; j++) wmma::mma_sync(acc[i][j], af[i], bf[j], acc[i][j]);
+        }
+        __syncthreads();
+    }
+#pragma unroll
+    for (int i = 0; i < 2; i++)
+#pragma unroll
+        for (int j = 0; j < 2; j++)
+            wmma::store_matrix_sync(&Cs[wr + i * kWF][wc + j * kWF], acc[i][j], kWN + kPad32, wmma::mem_row_major);
+    __syncthreads();  // every warp's quarter in Cs before threads store elements other warps computed
+    for (int i = t; i < kWM * kWN; i += kWThreads) {
+        const int r = i / kWN, col = i % kWN;
+        if (row0 + r < M && col0 + col < N) st(&c[(row0 + r) * N + col0 + col], Cs[r][col]);
+    }
+#endif
+}
+
+// ----------------------------------------------------------------------------------------------
+// Launchers: the grid is the output's tiles, computed from M and N (blockIdx.x over columns); every launch is
+// checked.
+
+template <typename T>
+static cudaError_t launch_smem(T* c, const T* a, const T* b, int64_t M, int64_t N, int64_t K, cudaStream_t s) {
+    const dim3 grid(cdiv(N, kSimple), cdiv(M, kSimple)), block(kSimple, kSimple);
+    matmul_smem_kernel<T><<<grid, block, 0, s>>>(c, a, b, M, N, K);
+    return cudaGetLastError();
+}
+
+template <typename T>
+static cudaError_t launch_wmma(T* c, const T* a, const T* b, int64_t M, int64_t N, int64_t K, cudaStream_t s) {
+    const dim3 grid(cdiv(N, kWN), cdiv(M, kWM));
+    matmul_wmma_kernel<T><<<grid, kWThreads, 0, s>>>(c, a, b, M, N, K);
+    return cudaGetLastError();
+}
+
+static cudaError_t matmul_f32(int version, float* c, const float* a, const float* b, int64_t M, int64_t N, int64_t K,
+                              cudaStream_t s) {
+    switch (version) {
+        case kMatmulNaive: {  // blockIdx.y over row tiles here too; threadIdx.x is the row within one
+            matmul_naive_kernel<<<dim3(cdiv(N, kSimple), cdiv(M, kSimple)), dim3(kSimple, kSimple), 0, s>>>(c, a, b,
+                                                                                                         M, N, K);
+            return cudaGetLastError();
+        }
+        case kMatmulCoalesced: {
+            matmul_coalesced_kernel<<<dim3(cdiv(N, kSimple), cdiv(M, kSimple)), dim3(kSimple, kSimple), 0, s>>>(
+                c, a, b, M, N, K);
+            return cudaGetLastError();
+        }
+        case kMatmulSmem: return launch_smem(c, a, b, M, N, K, s);
+        case kMatmulReg1d: {
+            matmul_reg1d_kernel<<<dim3(cdiv(N, kR1N), cdiv(M, kR1M)), kR1Threads, 0, s>>>(c, a, b, M, N, K);
+            return cudaGetLastError();
+        }
+        case kMatmulReg2d: {
+            matmul_reg2d_kernel<<<dim3(cdiv(N, kBN), cdiv(M, kBM)), kR2Threads, 0, s>>>(c, a, b, M, N, K);
+            return cudaGetLastError();
+        }
+        default: {  // kMatmulVec, and kMatmulFast
+            const dim3 grid(cdiv(N, kBN), cdiv(M, kBM));
+            const bool vec = K % 4 == 0 && N % 4 == 0 && aligned16(a) && aligned16(b) && aligned16(c);
+            if (vec) matmul_vec_kernel<true><<<grid, kR2Threads, 0, s>>>(c, a, b, M, N, K);
+            else matmul_vec_kernel<false><<<grid, kR2Threads, 0, s>>>(c, a, b, M, N, K);
+            return cudaGetLastError();
+        }
+    }
+}
+
+cudaError_t matmul_cuda(int version, DType dtype, void* c, const void* a, const void* b, int64_t M, int64_t N,
+                        int64_t K, int device, cudaStream_t stream) {
+    switch (dtype) {
+        case DType::f32:
+            return matmul_f32(version, (float*)c, (const float*)a, (const float*)b, M, N, K, stream);
+        case DType::f64:
+            return launch_smem((double*)c, (const double*)a, (const double*)b, M, N, K, stream);
+        case DType::f16:
+            if (!matmul_wmma_supported(device))  // before Ampere: the 16-bit types in version 3, in float
+                return launch_smem((__half*)c, (const __half*)a, (const __half*)b, M, N, K, stream);
+            return launch_wmma((__half*)c, (const __half*)a, (const __half*)b, M, N, K, stream);
+        case DType::bf16:
+            if (!matmul_wmma_supported(device))
+                return launch_smem((__nv_bfloat16*)c, (const __nv_bfloat16*)a, (const __nv_bfloat16*)b, M, N, K,
+                                   stream);
+            return launch_wmma((__nv_bfloat16*)c, (const __nv_bfloat16*)a, (const __nv_bfloat16*)b, M, N, K, stream);
+    }
+    return cudaErrorInvalidValue;
+}

@@ -1,0 +1,56 @@
+"""matmul: C = A @ B for 2-D a (M x K) and b (K x N). The op's Python face: its schemas, how PyTorch's compiler sees
+it, and the friendly call `ops.matmul`. The kernels are in matmul.cu (GPU, with the lesson's seven versions) and
+matmul_cpu.cpp (CPU); matmul.cpp binds them and holds the gradient, in C++.
+
+The loader runs `register` once per process (a schema can be defined only once), and re-reads `matmul` whenever
+this file changes.
+"""
+import torch
+
+SCHEMAS = [
+    "matmul(Tensor a, Tensor b) -> Tensor",
+    "matmul_version(Tensor a, Tensor b, int version) -> Tensor",
+]
+
+FLOAT_DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
+# the lesson's versions (matmul.cu), by name, simplest first; "fast" is the op itself
+VERSIONS = {"naive": 1, "coalesced": 2, "smem": 3, "reg1d": 4, "reg2d": 5, "vec": 6, "wmma": 7}
+
+
+def register(lib):
+    """Teach PyTorch's compiler the ops' output shapes (fake tensors). The gradient is in C++ (matmul.cpp)."""
+    torch.library.register_fake("labkit::matmul", lib=lib)(_matmul_fake)
+    torch.library.register_fake("labkit::matmul_version", lib=lib)(lambda a, b, version: _matmul_fake(a, b))
+
+
+def _matmul_fake(a, b):
+    """The binding's checks (matmul.cpp, check_inputs), with its messages, and the output's shape."""
+    _check_float("a", a)
+    _check_float("b", b)
+    torch._check(a.device == b.device, lambda: f"matmul: a and b must be on the same device, but a is on {a.device} "
+                                               f"and b is on {b.device}")
+    torch._check(a.dtype == b.dtype, lambda: f"matmul: a and b must have the same dtype, but a is {a.dtype} and b "
+                                             f"is {b.dtype}")
+    torch._check(a.dim() == 2 and b.dim() == 2, lambda: f"matmul: a and b must be 2-D matrices, but a has shape "
+                                                        f"{list(a.shape)} and b has shape {list(b.shape)}")
+    torch._check(a.shape[1] == b.shape[0], lambda: f"matmul: a's columns must match b's rows (a is M x K, b is "
+                                                   f"K x N), but a has shape {list(a.shape)} and b has shape "
+                                                   f"{list(b.shape)}")
+    return a.new_empty((a.shape[0], b.shape[1]))
+
+
+def _check_float(name, t):
+    torch._check(t.dtype in FLOAT_DTYPES, lambda: f"matmul: {name} must be a floating-point tensor (float32, float64, "
+                                                  f"float16 or bfloat16), but got {t.dtype}")
+
+
+def matmul(a, b, *, version="fast"):
+    """C = a @ b for matrices a (M x K) and b (K x N), from our kernels; differentiable. Accumulated in float32
+    (float64 for float64), returned in the inputs' dtype. version="naive", "coalesced", "smem", "reg1d", "reg2d" or
+    "vec" (float32) or "wmma" (float16, bfloat16: tensor cores) runs one of the lesson's GPU kernels instead."""
+    if version == "fast":
+        return torch.ops.labkit.matmul.default(a, b)
+    if version not in VERSIONS:
+        raise ValueError(f"matmul: version must be \"fast\" or one of {', '.join(map(repr, VERSIONS))}, "
+                         f"got {version!r}")
+    return torch.ops.labkit.matmul_version.default(a, b, VERSIONS[version])

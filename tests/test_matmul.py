@@ -1,0 +1,235 @@
+"""ops.matmul against torch.matmul of float64 copies (of the same values): every dtype, awkward shapes (1, 7, 33, 127,
+129, 257, 1000 and empty ones), transposed views, bad input, gradients, opcheck, torch.compile; on a GPU also every
+one of the lesson's versions, the current stream, and compute-sanitizer's memcheck and racecheck."""
+import pytest
+import torch
+from conftest import DEVICES
+
+from kit import debugging
+from loader import ops
+
+DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
+ACC_EPS = {torch.float32: 2.0 ** -24, torch.float16: 2.0 ** -24, torch.bfloat16: 2.0 ** -24, torch.float64: 2.0 ** -53}
+OUT_EPS = {torch.float32: 0.0, torch.float16: 2.0 ** -11, torch.bfloat16: 2.0 ** -8, torch.float64: 0.0}
+# (M, N, K): ones, odd sizes around the tiles (32, 64, 128), K = 0 and empty outputs, and one large side
+SHAPES = [(1, 1, 1), (7, 7, 7), (1, 33, 7), (33, 1, 129), (7, 129, 33), (127, 33, 129), (129, 127, 1), (33, 257, 127),
+          (257, 7, 33), (1000, 7, 33), (7, 1000, 129), (33, 7, 1000), (5, 6, 0), (0, 7, 33), (7, 0, 33), (0, 0, 0)]
+GPU_SHAPES = SHAPES + [(127, 129, 257), (257, 1000, 129), (1000, 1000, 1000), (129, 257, 1000), (1000, 33, 257)]
+F32_VERSIONS = ["naive", "coalesced", "smem", "reg1d", "reg2d", "vec"]
+
+
+def assert_matmul_close(got, a, b):
+    """got against torch.matmul of the float64 values. Adding K products in the accumulator errs by at most
+    ~K eps (|A| @ |B|) elementwise (eps of float, or of double); the bound allows 2K + 8 such steps (tensor cores may
+    truncate rather than round). Then one rounding to a 16-bit output: half an ulp of the result, or of the smallest
+    normal number for subnormal results (float16's start at 6e-5, where products of two randn values land)."""
+    ref = a.double() @ b.double()
+    mag = a.double().abs() @ b.double().abs()
+    steps = 2 * a.shape[1] + 8
+    tiny = torch.finfo(a.dtype).smallest_normal
+    bound = steps * ACC_EPS[a.dtype] * mag + OUT_EPS[a.dtype] * ref.abs().clamp(min=tiny) + 1e-300
+    assert got.dtype == a.dtype and got.shape == ref.shape and got.device == a.device, (got.dtype, got.shape)
+    err = (got.double() - ref).abs()
+    assert bool((err <= bound).all()), f"worst error {float((err - bound).max()):.3g} past the bound"
+
+
+def _ab(m, n, k, dtype, device):
+    return torch.randn(m, k, device=device).to(dtype), torch.randn(k, n, device=device).to(dtype)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("mnk", SHAPES, ids=str)
+def test_matmul(device, dtype, mnk):
+    a, b = _ab(*mnk, dtype, device)
+    assert_matmul_close(ops.matmul(a, b), a, b)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_k_zero_gives_zeros(device, dtype):
+    c = ops.matmul(torch.empty(4, 0, dtype=dtype, device=device), torch.empty(0, 3, dtype=dtype, device=device))
+    assert c.shape == (4, 3) and c.dtype == dtype and bool((c == 0).all())
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_transposed_and_sliced_views(device):
+    base_a, base_b = torch.randn(129, 70, device=device), torch.randn(70, 33, device=device)
+    for a, b in [(base_a.t()[:, :33], base_b.t()[:, :70]),
+                 (base_a[:, 1:34], base_b[1:34]),
+                 (base_a[::2, :70], base_b[:, ::2]),
+                 (base_a[1:, 1:], base_b[1:])]:
+        assert not (a.is_contiguous() and b.is_contiguous()) or a.data_ptr() % 16 or b.data_ptr() % 16
+        assert_matmul_close(ops.matmul(a, b), a, b)
+
+
+@pytest.mark.parametrize("a, b, error, match", [
+    (torch.ones(2, 3), torch.ones(4, 5), ValueError,
+     r"a's columns must match b's rows \(a is M x K, b is K x N\), but a has shape \[2, 3\] and b has shape \[4, 5\]"),
+    (torch.ones(3), torch.ones(3, 2), ValueError,
+     r"must be 2-D matrices, but a has shape \[3\] and b has shape \[3, 2\]"),
+    (torch.ones(2, 3, 4), torch.ones(4, 5), ValueError, r"a has shape \[2, 3, 4\] and b has shape \[4, 5\]"),
+    (torch.ones(2, 3), torch.ones(3), ValueError, r"b has shape \[3\]"),
+    (torch.ones(2, 3, dtype=torch.int64), torch.ones(3, 2, dtype=torch.int64), TypeError,
+     "a must be a floating-point tensor .* got Long"),
+    (torch.ones(2, 3), torch.ones(3, 2, dtype=torch.int32), TypeError, "b must be a floating-point tensor .* got Int"),
+    (torch.ones(2, 3), torch.ones(3, 2, dtype=torch.float64), TypeError,
+     "a and b must have the same dtype, but a is Float and b is Double"),
+])
+def test_bad_input_names_the_argument(a, b, error, match):
+    with pytest.raises(error, match=match):
+        ops.matmul(a, b)
+
+
+def test_the_fake_kernel_checks_like_the_binding():
+    """On the meta device (no data) only the fake kernel runs: torch.compile's view of the op."""
+    with pytest.raises(RuntimeError, match=r"but a has shape \[2, 3\] and b has shape \[4, 5\]"):
+        ops.matmul(torch.ones(2, 3, device="meta"), torch.ones(4, 5, device="meta"))
+    with pytest.raises(RuntimeError, match="must be 2-D matrices"):
+        ops.matmul(torch.ones(3, device="meta"), torch.ones(3, 2, device="meta"))
+    with pytest.raises(RuntimeError, match="a must be a floating-point tensor"):
+        ops.matmul(torch.ones(2, 3, dtype=torch.int64, device="meta"), torch.ones(3, 2, device="meta"))
+    out = ops.matmul(torch.ones(2, 3, device="meta", dtype=torch.bfloat16),
+                     torch.ones(3, 7, device="meta", dtype=torch.bfloat16))
+    assert out.shape == (2, 7) and out.dtype == torch.bfloat16
+
+
+def test_bad_version():
+    with pytest.raises(ValueError, match="version must be \"fast\" or one of 'naive'"):
+        ops.matmul(torch.ones(3, 3), torch.ones(3, 3), version="tiled")
+    with pytest.raises(RuntimeError, match="no CPU version"):
+        ops.matmul(torch.ones(3, 3), torch.ones(3, 3), version="naive")
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_gradients(device):
+    a = torch.randn(5, 7, dtype=torch.float64, device=device, requires_grad=True)
+    b = torch.randn(7, 3, dtype=torch.float64, device=device, requires_grad=True)
+    assert torch.autograd.gradcheck(ops.matmul, (a, b))
+    assert torch.autograd.gradgradcheck(ops.matmul, (a, b))
+    assert torch.autograd.gradcheck(lambda x, y: ops.matmul(x.t(), y), (a.detach().t().clone().requires_grad_(), b))
+    (ga,) = torch.autograd.grad(ops.matmul(a, b.detach()).sum(), a)  # only a needs a gradient
+    torch.testing.assert_close(ga, torch.ones(5, 3, dtype=torch.float64, device=device) @ b.detach().t())
+    x = torch.randn(6, 9, device=device, dtype=torch.bfloat16, requires_grad=True)
+    y = torch.randn(9, 4, device=device, dtype=torch.bfloat16, requires_grad=True)
+    gx, gy = torch.autograd.grad(ops.matmul(x, y).sum(), (x, y))
+    assert gx.dtype == gy.dtype == torch.bfloat16 and gx.shape == x.shape and gy.shape == y.shape
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_opcheck(device):
+    for dtype, rg in [(torch.float32, False), (torch.float32, True), (torch.float64, True), (torch.bfloat16, False)]:
+        a, b = _ab(7, 33, 5, dtype, device)
+        torch.library.opcheck(torch.ops.labkit.matmul.default, (a.requires_grad_(rg), b.requires_grad_(rg)))
+    if device == "cuda":
+        a, b = _ab(7, 33, 5, torch.float32, device)
+        torch.library.opcheck(torch.ops.labkit.matmul_version.default, (a, b, 6))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_torch_compile_fullgraph_forward_and_backward(device):
+    torch._dynamo.reset()
+
+    @torch.compile(fullgraph=True)
+    def f(x, w1, w2):
+        return ops.matmul(torch.relu(ops.matmul(x, w1)), w2).sum()
+
+    x, w1, w2 = (torch.randn(s, device=device, requires_grad=True) for s in [(9, 17), (17, 33), (33, 5)])
+    out = f(x, w1, w2)
+    xd, w1d, w2d = (t.detach().double().requires_grad_() for t in (x, w1, w2))
+    expected = (torch.relu(xd @ w1d) @ w2d).sum()
+    torch.testing.assert_close(out.double(), expected, rtol=1e-5, atol=1e-4)
+    out.backward()
+    expected.backward()
+    for t, td in ((x, xd), (w1, w1d), (w2, w2d)):
+        torch.testing.assert_close(t.grad.double(), td.grad, rtol=1e-5, atol=1e-4)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# GPU only
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("version", F32_VERSIONS)
+@pytest.mark.parametrize("mnk", GPU_SHAPES, ids=str)
+def test_the_lessons_float32_versions(version, mnk):
+    a, b = _ab(*mnk, torch.float32, "cuda")
+    assert_matmul_close(ops.matmul(a, b, version=version), a, b)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("mnk", GPU_SHAPES, ids=str)
+def test_the_tensor_core_version(dtype, mnk):
+    a, b = _ab(*mnk, dtype, "cuda")
+    assert_matmul_close(ops.matmul(a, b, version="wmma"), a, b)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("mnk", GPU_SHAPES, ids=str)
+def test_fast_on_the_gpu(dtype, mnk):
+    a, b = _ab(*mnk, dtype, "cuda")
+    assert_matmul_close(ops.matmul(a, b), a, b)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("version", F32_VERSIONS + ["wmma", "fast"])
+def test_versions_on_views_and_unaligned_starts(version):
+    dtype = torch.bfloat16 if version == "wmma" else torch.float32
+    base_a, base_b = _ab(300, 260, 130, dtype, "cuda")
+    for a, b in [(base_a[1:, 1:129], base_b[1:129, 3:]), (base_b.t()[:, :129], base_a.t()[:129]),
+                 (base_a.view(-1)[1:1 + 64 * 128].view(64, 128), base_b[:128])]:
+        assert_matmul_close(ops.matmul(a, b, version=version), a, b)
+
+
+@pytest.mark.cuda
+def test_versions_refuse_other_dtypes():
+    with pytest.raises(TypeError, match="versions 1-6 take float32 only, but a is .*BFloat16"):
+        ops.matmul(*_ab(3, 3, 3, torch.bfloat16, "cuda"), version="vec")
+    with pytest.raises(TypeError, match="takes float16 or bfloat16 only, but a is .*Float"):
+        ops.matmul(*_ab(3, 3, 3, torch.float32, "cuda"), version="wmma")
+
+
+@pytest.mark.cuda
+def test_mixed_devices():
+    with pytest.raises(RuntimeError, match="a and b must be on the same device, but a is on cuda:0 and b is on cpu"):
+        ops.matmul(torch.ones(2, 3, device="cuda"), torch.ones(3, 2))
+
+
+@pytest.mark.cuda
+def test_runs_on_the_current_stream():
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        a, b = _ab(1000, 1000, 1000, torch.float32, "cuda")
+        got = {v: ops.matmul(a, b, version=v) for v in F32_VERSIONS + ["fast"]}
+    s.synchronize()
+    for c in got.values():
+        assert_matmul_close(c, a, b)
+
+
+SANITIZE_CHILD = """
+import torch
+from loader import ops
+for m, n, k in ((1, 1, 1), (7, 33, 129), (129, 127, 33), (33, 257, 7), (130, 132, 12)):
+    a, b = torch.randn(m, k, device="cuda"), torch.randn(k, n, device="cuda")
+    for version in ("naive", "coalesced", "smem", "reg1d", "reg2d", "vec", "fast"):
+        ops.matmul(a, b, version=version)
+    for dtype in (torch.float16, torch.bfloat16):
+        ops.matmul(a.to(dtype), b.to(dtype), version="wmma")
+    ops.matmul(a.double(), b.double())
+torch.cuda.synchronize()
+print("matmul-child-done")
+"""
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(debugging.tool("compute-sanitizer") is None, reason="no compute-sanitizer here")
+@pytest.mark.parametrize("check", ["memcheck", "racecheck"])
+def test_compute_sanitizer_finds_nothing(check):
+    from loader import ops as built  # build in this process first: the child then only loads
+    built.matmul(torch.ones(3, 3, device="cuda"), torch.ones(3, 3, device="cuda"))
+    r, lines = debugging.sanitize(check, SANITIZE_CHILD)
+    assert "matmul-child-done" in r.stdout, (r.stdout[-2000:], r.stderr[-3000:])
+    text = "\n".join(lines)
+    assert "ERROR SUMMARY: 0 errors" in text or (check == "racecheck" and "RACECHECK SUMMARY: 0 hazards" in text), text
+    assert not [ln for ln in debugging.findings(lines) if "COMPUTE-SANITIZER" not in ln and "SUMMARY" not in ln], text
