@@ -33,7 +33,7 @@ MODE = os.environ.get("LABKIT_HUB_MODE", "homes")
 STATE = Path(os.environ.get("LABKIT_HUB_STATE") or HERE.parent / ".hub").resolve()
 STATE.mkdir(parents=True, exist_ok=True)
 students_file = os.environ.get("LABKIT_STUDENTS")
-STUDENTS = {n.strip() for n in Path(students_file).read_text().split()} if students_file else set()
+STUDENTS = set(Path(students_file).read_text().split()) if students_file else set()
 CLASS_SIZE = int(os.environ.get("LABKIT_CLASS_SIZE") or len(STUDENTS) or 30)
 
 c.JupyterHub.db_url = f"sqlite:///{STATE / 'jupyterhub.sqlite'}"

@@ -208,8 +208,9 @@ class Kernel:
         return torch.tensor(done["c"]), done["s"], "\n".join(said)
 
     def wait_restarted(self, timeout=120):
-        """After the kernel died: the server says so on the websocket and starts it again (its restarter); then a
-        new connection, as JupyterLab makes."""
+        """After the kernel died: the server says so on the websocket and starts it again (its restarter); then a new
+        connection, asking the kernel for its info until it answers, as jupyter_client's wait_for_ready does (a request
+        sent while the new kernel is still starting may be lost)."""
         deadline = time.time() + timeout
         while True:
             self.ws.settimeout(max(1, deadline - time.time()))
@@ -218,6 +219,21 @@ class Kernel:
                 break
         self.ws.close()
         self.connect()
+        while True:
+            assert time.time() < deadline, f"{self.student.name}'s kernel did not come back in {timeout} s"
+            msg = self.session.msg("kernel_info_request", {})
+            msg["channel"] = "shell"
+            self.ws.send(json.dumps(msg, default=json_default))
+            asked = time.time()
+            try:
+                while time.time() < asked + 2:
+                    self.ws.settimeout(max(0.1, asked + 2 - time.time()))
+                    m = json.loads(self.ws.recv())
+                    if m["msg_type"] == "kernel_info_reply" and \
+                            m["parent_header"].get("msg_id") == msg["header"]["msg_id"]:
+                        return
+            except websocket.WebSocketTimeoutException:
+                pass
 
 
 class Student:
