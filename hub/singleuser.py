@@ -10,8 +10,8 @@ The memory limit is Spawner.mem_limit (JupyterHub passes it as MEM_LIMIT, in byt
 server and everything it starts (kernels, compilers): a process that allocates past it gets an allocation error
 (torch: "can't allocate memory"), in that student's kernel only. RLIMIT_DATA counts a process's private writable
 memory, not its address space (which CUDA reserves by the terabyte, so RLIMIT_AS would break CUDA); that it leaves
-CUDA's mappings alone is not tried on a GPU yet. It is a limit per process, not per student: a limit for all of a student's processes together takes a cgroup (SystemdSpawner's
-mem_limit, or Kubernetes: README "Run a class")."""
+CUDA's mappings alone is not tried on a GPU yet. It is a limit per process, not per student: a limit for all of a
+student's processes together takes a cgroup (SystemdSpawner's mem_limit, or Kubernetes: README "Run a class")."""
 import os
 import resource
 import shutil
