@@ -26,6 +26,14 @@ test: $(ENV_READY) ## Run every test (CUDA tests run where there is a GPU, and s
 	@$(PY) -m pytest $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; rc=0; fi; exit $$rc
 
+##@ A class on one server (README "Run a class")
+
+hub: $(ENV_READY) ## Start JupyterHub for a class: each student their own JupyterLab, kit copy and build folder; HUB_ARGS="--port 8000"
+	$(PY) -m jupyterhub -f hub/jupyterhub_config.py $(HUB_ARGS)
+
+grade-class: $(ENV_READY) ## Collect every student's kernels/ and exercises/ from the hub's homes and grade them (grades.json); EX=, CLASS_ARGS="--homes /home"
+	$(PY) -m hub.collect $(EX) $(CLASS_ARGS)
+
 ##@ More
 
 doctor: $(ENV_READY) ## Check torch, CUDA toolkit, compiler, GPUs and the build cache, with a fix for each problem
@@ -54,7 +62,7 @@ distclean: clean ## Also remove .venv
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*##"; printf "Usage: make <target>\n"} \
-	  /^[a-zA-Z_-]+:.*?##/ { printf "  \033[36m%-10s\033[0m %s\n", $$1, $$2 } \
+	  /^[a-zA-Z_-]+:.*?##/ { printf "  \033[36m%-12s\033[0m %s\n", $$1, $$2 } \
 	  /^##@/ { printf "\n%s\n", substr($$0, 5) }' $(MAKEFILE_LIST)
 
 $(VENV)/.installed: requirements.txt
@@ -63,4 +71,4 @@ $(VENV)/.installed: requirements.txt
 	$(VENV)/bin/python -m pip install -q -r requirements.txt
 	touch $@
 
-.PHONY: lab test check doctor bench aot cmake strip clean distclean help
+.PHONY: lab test hub grade-class check doctor bench aot cmake strip clean distclean help

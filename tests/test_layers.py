@@ -2,6 +2,8 @@
 
     kit/ (the lessons' tools), bench/, scripts/  ->  loader.py  ->  building/ (what the loader stands on)
     kernels/<op>/op.py imports torch alone
+    hub/ (a class's JupyterHub) imports none of the kit: the hub's process never loads torch or builds an op, and a
+    student's code runs only in their own server (grading, in child processes of `python -m kit.grade`)
 
 Read from the sources (ast), so a new import that runs the wrong way fails here, whoever adds it."""
 import ast
@@ -34,3 +36,15 @@ def test_the_loader_imports_building_only():
 @pytest.mark.parametrize("path", sorted((ROOT / "kernels").glob("*/op.py")), ids=lambda p: p.parent.name)
 def test_an_ops_python_face_imports_torch_alone(path):
     assert imported(path) <= {"torch", "math", "functools"}, f"{path} imports {imported(path)}"
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "hub").glob("*.py")), ids=lambda p: p.name)
+def test_the_hub_imports_none_of_the_kit(path):
+    kit = {"torch", "loader", "building", "kit"}
+    assert not imported(path) & kit, f"hub/{path.name} imports {imported(path) & kit}"
+
+
+@pytest.mark.parametrize("path", sorted([ROOT / "loader.py", *(ROOT / "building").glob("*.py"),
+                                         *(ROOT / "kit").glob("*.py")]), ids=lambda p: p.name)
+def test_nothing_of_the_kit_imports_the_hub(path):
+    assert "hub" not in imported(path), f"{path.name} imports hub/"

@@ -1,0 +1,84 @@
+"""JupyterHub for a class on one server: `make hub` (or `jupyterhub -f hub/jupyterhub_config.py`). README "Run a
+class" says how to start it, how students log in and how to grade them. Set with environment variables:
+
+  LABKIT_HUB_MODE      homes (default): the hub's own account runs every student's JupyterLab, each with a home
+                       of its own under $LABKIT_HUB_STATE/homes/<name> (students can log in with any name, or one of
+                       LABKIT_STUDENTS, and the class password). Quick to start, but the students share one Unix
+                       account: their files are apart, not protected from one another (JupyterHub's
+                       SimpleLocalProcessSpawner).
+                       unix: each student is a Unix user of the server and logs in with their own password (PAM);
+                       JupyterLab runs as that user in their own home (LocalProcessSpawner). Start the hub as root.
+  LABKIT_STUDENTS      a file of student names, one a line: only they may log in (default: anyone with the password)
+  LABKIT_CLASS_SIZE    how many students build at once, for each one's share of the server (default: the names in
+                       LABKIT_STUDENTS, else 30)
+  LABKIT_HUB_PASSWORD  the class password (homes mode; at least 8 characters); default: made on the first start,
+                       kept in $LABKIT_HUB_STATE/password and printed in the log
+  LABKIT_HUB_STATE     the hub's folder: its database, cookie secret, password and (homes mode) the homes;
+                       default .hub/ in the kit
+
+Each student's server starts with hub/singleuser.py (their copy of the kit, their build folder, a memory limit per
+process) and MAX_JOBS and OMP_NUM_THREADS from hub/limits.py: their share of this server for the class size."""
+import os
+import secrets
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from hub import limits  # noqa: E402 (hub/limits.py, beside this file)
+
+c = get_config()  # noqa: F821 (JupyterHub defines it for its config file)
+
+HERE = Path(__file__).resolve().parent
+MODE = os.environ.get("LABKIT_HUB_MODE", "homes")
+STATE = Path(os.environ.get("LABKIT_HUB_STATE") or HERE.parent / ".hub").resolve()
+STATE.mkdir(parents=True, exist_ok=True)
+students_file = os.environ.get("LABKIT_STUDENTS")
+STUDENTS = set(Path(students_file).read_text().split()) if students_file else set()
+CLASS_SIZE = int(os.environ.get("LABKIT_CLASS_SIZE") or len(STUDENTS) or 30)
+
+c.JupyterHub.db_url = f"sqlite:///{STATE / 'jupyterhub.sqlite'}"
+c.JupyterHub.cookie_secret_file = str(STATE / "jupyterhub_cookie_secret")
+c.ConfigurableHTTPProxy.pid_file = str(STATE / "jupyterhub-proxy.pid")
+# the Python configurable-http-proxy (PyPI), installed beside this Python: no Node.js
+proxy = Path(sys.executable).parent / "configurable-http-proxy"
+if proxy.exists():
+    c.ConfigurableHTTPProxy.command = [str(proxy)]
+
+if STUDENTS:
+    c.Authenticator.allowed_users = STUDENTS
+else:
+    c.Authenticator.allow_all = True
+
+if MODE == "homes":
+    password = os.environ.get("LABKIT_HUB_PASSWORD")
+    saved = STATE / "password"
+    if not password:
+        if not saved.exists():
+            saved.write_text(secrets.token_urlsafe(9) + "\n")
+            saved.chmod(0o600)
+        password = saved.read_text().strip()
+        print(f"[labkit hub] the class password is {password} (in {saved})", file=sys.stderr)
+    c.JupyterHub.authenticator_class = "shared-password"
+    c.SharedPasswordAuthenticator.user_password = password
+    c.JupyterHub.spawner_class = "simple"  # jupyterhub.spawner.SimpleLocalProcessSpawner: homes, one account
+    c.SimpleLocalProcessSpawner.home_dir_template = str(STATE / "homes" / "{username}")
+    if os.getuid() == 0:
+        c.Spawner.args = ["--allow-root"]  # the servers run as the hub's user: here root
+elif MODE == "unix":
+    c.JupyterHub.authenticator_class = "pam"
+    c.JupyterHub.spawner_class = "localprocess"  # each student's server as their own Unix user, in their home
+else:
+    raise ValueError(f"LABKIT_HUB_MODE={MODE!r}: use homes or unix")
+
+c.Spawner.cmd = [sys.executable, str(HERE / "singleuser.py")]
+c.Spawner.notebook_dir = "~"
+c.Spawner.default_url = "/lab/tree/kit/notebooks/01_add2.ipynb"
+env, mem_limit = limits.for_class(CLASS_SIZE)
+c.Spawner.environment = env
+c.Spawner.mem_limit = mem_limit
+# a whole class starting at once on a busy server: give each server time to come up
+c.Spawner.start_timeout = 180
+c.Spawner.http_timeout = 180
+print(f"[labkit hub] {MODE} mode, class of {CLASS_SIZE}: each student MAX_JOBS={env['MAX_JOBS']}, "
+      f"OMP_NUM_THREADS={env['OMP_NUM_THREADS']}, at most {mem_limit / limits.GiB:.1f} GiB per process",
+      file=sys.stderr)
