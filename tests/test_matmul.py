@@ -3,7 +3,7 @@
 one of the lesson's versions, the current stream, and compute-sanitizer's memcheck and racecheck."""
 import pytest
 import torch
-from conftest import DEVICES
+from conftest import DEVICES, assert_sanitizer_clean
 
 from kit import debugging
 from loader import ops
@@ -228,8 +228,4 @@ print("matmul-child-done")
 def test_compute_sanitizer_finds_nothing(check):
     from loader import ops as built  # build in this process first: the child then only loads
     built.matmul(torch.ones(3, 3, device="cuda"), torch.ones(3, 3, device="cuda"))
-    r, lines = debugging.sanitize(check, SANITIZE_CHILD)
-    assert "matmul-child-done" in r.stdout, (r.stdout[-2000:], r.stderr[-3000:])
-    text = "\n".join(lines)
-    assert "ERROR SUMMARY: 0 errors" in text or (check == "racecheck" and "RACECHECK SUMMARY: 0 hazards" in text), text
-    assert not [ln for ln in debugging.findings(lines) if "COMPUTE-SANITIZER" not in ln and "SUMMARY" not in ln], text
+    assert_sanitizer_clean(check, SANITIZE_CHILD, "matmul-child-done")

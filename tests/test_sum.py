@@ -5,7 +5,7 @@ import math
 
 import pytest
 import torch
-from conftest import DEVICES
+from conftest import DEVICES, assert_sanitizer_clean
 
 from kit import debugging
 from loader import ops
@@ -261,8 +261,4 @@ print("sum-child-done")
 def test_compute_sanitizer_finds_nothing(check):
     from loader import ops as built  # build in this process first: the child then only loads
     built.sum(torch.ones(3, device="cuda"))
-    r, lines = debugging.sanitize(check, SANITIZE_CHILD)
-    assert "sum-child-done" in r.stdout, (r.stdout[-2000:], r.stderr[-3000:])
-    text = "\n".join(lines)
-    assert "ERROR SUMMARY: 0 errors" in text or (check == "racecheck" and "RACECHECK SUMMARY: 0 hazards" in text), text
-    assert not [ln for ln in debugging.findings(lines) if "COMPUTE-SANITIZER" not in ln and "SUMMARY" not in ln], text
+    assert_sanitizer_clean(check, SANITIZE_CHILD, "sum-child-done")
