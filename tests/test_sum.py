@@ -103,19 +103,32 @@ def test_nan_and_inf_propagate(device):
     assert ops.sum(x).item() == float("inf")
 
 
+def float32_ulp(value):
+    """The gap between |value| (rounded to float32) and the next float32 up: math.ulp would give float64's."""
+    v = torch.tensor(abs(value), dtype=torch.float32)
+    return (torch.nextafter(v, torch.tensor(math.inf)) - v).item()
+
+
 @pytest.mark.parametrize("device", DEVICES)
-def test_offset_data_is_as_accurate_as_torch_sum(device):
-    """Values of 100 +- 10: a sequential float32 sum loses ~1e-4 here; a tree order stays near float's rounding. The
-    bar: no worse than twice torch.sum's error, or one float ulp of the result (no float result can do better)."""
-    x = 100 + 10 * torch.randn(1 << 24, device=device)
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_offset_data_is_as_accurate_as_torch_sum(device, seed):
+    """Values of 100 +- 10, 2^24 of them: a sequential float32 sum comes out ~12% high here (millions of ulps); a
+    tree order stays within a couple of float32 ulps of the exact sum. Rounding the result alone costs up to half
+    an ulp and the tree's top levels add about as much again, so the bar is 2 ulps for the whole sum and 3 for the
+    worst of 256 row sums (torch.sum itself reached 1.4 and 2.5 over 40 seeds). Seeded: one seed is one fixed
+    input, so a pass is a pass every run, not a draw."""
+    gen = torch.Generator().manual_seed(seed)
+    x = (100 + 10 * torch.randn(1 << 24, generator=gen)).to(device)
     exact = x.double().sum().item()
-    ours, theirs = abs(ops.sum(x).item() - exact), abs(x.sum().item() - exact)
-    ulp = math.ulp(torch.tensor(exact, dtype=torch.float32).item())
-    assert ours <= max(2 * theirs, ulp), (ours, theirs, ulp)
+    error_ulps = abs(ops.sum(x).item() - exact) / float32_ulp(exact)
+    torch_ulps = abs(x.sum().item() - exact) / float32_ulp(exact)
+    assert error_ulps <= 2, (error_ulps, torch_ulps)
     rows = x.view(256, -1)
-    ours_r = (ops.sum(rows, -1).double() - rows.double().sum(-1)).abs().max().item()
-    theirs_r = (rows.sum(-1).double() - rows.double().sum(-1)).abs().max().item()
-    assert ours_r <= max(2 * theirs_r, math.ulp(rows.double().sum(-1).abs().max().item() / 2)), (ours_r, theirs_r)
+    exact_rows = rows.double().sum(-1)
+    row_ulp = float32_ulp(exact_rows.abs().max().item())
+    error_rows = (ops.sum(rows, -1).double() - exact_rows).abs().max().item() / row_ulp
+    torch_rows = (rows.sum(-1).double() - exact_rows).abs().max().item() / row_ulp
+    assert error_rows <= 3, (error_rows, torch_rows)
 
 
 @pytest.mark.parametrize("x, dim, error, match", [
