@@ -1,11 +1,15 @@
 """What a caller pays for one call: `ops.<op>` (the kit's friendly call, edit check included), the registered
 operator `torch.ops.labkit.<op>`, and PyTorch's own op, at the small sizes where every op is host-bound (n = 64 on
-the CPU, 1024 on the GPU), with and without requires_grad. On a GPU also one call end to end: CUDA events just
+the CPU, 1024 on the GPU: elements per input; matmul multiplies two sqrt(n) x sqrt(n) matrices), with and without
+requires_grad. On a GPU also one call end to end: CUDA events just
 before and after it, the GPU idle before (what a harness timing one submission sees).
 
-The bar (issues 13 and 16): ops.<op> costs at most 2.5x PyTorch's op per call, in every row. The ratios come from one run
-with the callables taken in turn (kit.timing.per_call), so a slow moment of the machine slows all of them alike.
+The bar (issues 13, 16 and 17): ops.<op> costs at most 2.5x PyTorch's op per call, in every row. The ratios come
+from one run with the callables taken in turn (kit.timing.per_call), so a slow moment of the machine slows all of
+them alike.
 """
+import math
+
 import torch
 import torch.nn.functional as F
 
@@ -21,7 +25,10 @@ def cases(device, n):
     a = torch.randn(n, device=device)
     b = torch.randn(n, device=device)
     ag = a.clone().requires_grad_()
+    m = torch.randn(math.isqrt(n), math.isqrt(n), device=device)
+    mg = m.clone().requires_grad_()
     add2, elu, sum_ = torch.ops.labkit.add2.default, torch.ops.labkit.elu.default, torch.ops.labkit.sum.default
+    mm = torch.ops.labkit.matmul.default
     return [
         ("add2", False, {"ops": lambda: ops.add2(a, b), "registered": lambda: add2(a, b),
                          "torch": lambda: torch.add(a, b)}),
@@ -32,6 +39,10 @@ def cases(device, n):
         ("sum", False, {"ops": lambda: ops.sum(a), "registered": lambda: sum_(a, None), "torch": lambda: torch.sum(a)}),
         ("sum", True, {"ops": lambda: ops.sum(ag), "registered": lambda: sum_(ag, None),
                        "torch": lambda: torch.sum(ag)}),
+        ("matmul", False, {"ops": lambda: ops.matmul(m, m), "registered": lambda: mm(m, m),
+                           "torch": lambda: torch.matmul(m, m)}),
+        ("matmul", True, {"ops": lambda: ops.matmul(mg, m), "registered": lambda: mm(mg, m),
+                          "torch": lambda: torch.matmul(mg, m)}),
     ]
 
 
@@ -40,7 +51,7 @@ def measure(device, log=print):
     device = torch.device(device)
     n = SIZES[device.type]
     x = torch.ones(4, device=device)
-    ops.add2(x, x), ops.elu(x), ops.sum(x)  # build and load the ops before anything is timed
+    ops.add2(x, x), ops.elu(x), ops.sum(x), ops.matmul(x[:, None], x[None])  # build and load before timing
     rows = []
     for op, grad, fns in cases(device, n):
         host = timing.per_call(fns, device=device)

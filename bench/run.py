@@ -2,15 +2,17 @@
 
 Each bench/bench_<op>.py defines `run(bench)`, which allocates its inputs once per size and calls
 
-    bench.measure(op, pass_, dtype, n, impl, fn, nbytes)
+    bench.measure(op, pass_, dtype, n, impl, fn, nbytes, flops=None)
 
 for each implementation: op ("add2"), pass_ ("forward" | "backward"), dtype (a torch.dtype), n (elements),
 impl ("ours" | "torch" | "seed" | ...), fn (a zero-argument callable that launches the work) and nbytes (the bytes
 the op must move: each input read once, each output written once). measure times fn with the device timer
 (kit.timing.device_time: CUDA events, warm-up, L2 flush, median and quartiles over many repetitions) and records
-a row. `bench.sizes` are the element counts to run (2^12 to 2^28 by powers of 4; fewer with --quick) and
-`bench.device` the torch.device to allocate on. A module may also define BARS (see evaluate_bars) to have
-PASS/FAIL lines in the summary.
+a row. `bench.sizes` are the element counts to run (2^12 to 2^28 by powers of 4; fewer with --quick, and
+`bench.quick` says so) and `bench.device` the torch.device to allocate on. A module may also define BARS (see
+evaluate_bars) to have PASS/FAIL lines in the summary. A compute-bound op (matmul) passes `flops` too: its rows
+are tabled and plotted in TFLOP/s instead of GB/s, with no copy beside them (a copy says nothing about
+arithmetic), and its module may leave more in `bench.extra[op]` (peaks, registers), which bench.json keeps.
 
 After the bandwidths, bench/calls.py measures what a caller pays per call at small sizes (ops.<op>, the registered
 operator and PyTorch's op, host time and, on a GPU, one call end to end), on the CPU and the GPU; on a machine
@@ -52,21 +54,27 @@ CPU_QUICK = [1 << 12, 1 << 14, 1 << 16]
 class Bench:
     """What a bench_<op>.py module sees: sizes, device, and measure()."""
 
-    def __init__(self, device, sizes, budget=0.1, log=print):
+    def __init__(self, device, sizes, budget=0.1, log=print, quick=False):
         self.device = device
         self.sizes = list(sizes)
         self.budget = budget
+        self.quick = quick
         self.rows = []
+        self.extra = {}
         self._log = log
 
-    def measure(self, op, pass_, dtype, n, impl, fn, nbytes):
+    def measure(self, op, pass_, dtype, n, impl, fn, nbytes, flops=None):
         """Time fn (device timer on a GPU, host timer on the CPU), record the row, and return the Timing."""
         t = timing.benchmark(fn, self.device, budget=self.budget)
         row = {"op": op, "pass": pass_, "dtype": dtype_name(dtype), "n": int(n), "impl": impl, "nbytes": int(nbytes),
                "median_s": t.median, "q25_s": t.q25, "q75_s": t.q75, "reps": t.reps, "gbps": t.gbps(nbytes)}
+        rate = f"{fmt_gbps(row['gbps'])} GB/s"
+        if flops is not None:
+            row["flops"] = int(flops)
+            row["tflops"] = timing.tflops(flops, t.median)
+            rate = f"{row['tflops']:.2f} TFLOP/s"
         self.rows.append(row)
-        self._log(f"  {op} {pass_} {row['dtype']} n={fmt_n(n)} {impl}: {timing.fmt_time(t.median)}, "
-                  f"{fmt_gbps(row['gbps'])} GB/s")
+        self._log(f"  {op} {pass_} {row['dtype']} n={fmt_n(n)} {impl}: {timing.fmt_time(t.median)}, {rate}")
         return t
 
 
@@ -122,9 +130,9 @@ def run_modules(paths, bench, log=print):
 
 
 def measure_copies(rows, device, budget, log=print):
-    """The copy ceiling for every distinct nbytes of the rows."""
+    """The copy ceiling for every distinct nbytes of the memory-bound rows (those without flops)."""
     copies = []
-    for nbytes in sorted({r["nbytes"] for r in rows}):
+    for nbytes in sorted({r["nbytes"] for r in rows if "flops" not in r}):
         t = timing.time_copy(nbytes, device, budget=budget)
         moved = 2 * max(nbytes // 2, 1)
         copies.append({"nbytes": nbytes, "median_s": t.median, "q25_s": t.q25, "q75_s": t.q75, "reps": t.reps,
@@ -139,8 +147,9 @@ def measure_copies(rows, device, budget, log=print):
 # Bars, table, plots
 
 def evaluate_bars(rows, bars, device_type, copies=()):
-    """Each bar is a dict: op, pass, dtype (name), min_n, impl, vs, at_least, and device ("cuda" by default):
-    "at every n >= min_n, impl's GB/s is at least `at_least` times vs's". vs may be "copy": a copy of the same
+    """Each bar is a dict: op, pass, dtype (name), min_n, impl, vs, at_least, and device ("cuda" by default), and
+    optionally max_n: "at every n from min_n to max_n, impl's GB/s is at least `at_least` times vs's" (for two
+    implementations of the same work, the ratio of GB/s is the ratio of TFLOP/s). vs may be "copy": a copy of the same
     bytes (from `copies`, run.py's measure_copies), the ceiling of any memory-bound kernel. Returns (bar, status,
     detail) with status PASS, FAIL, or "not measured" (no such rows here, or a bar for another kind of device)."""
     copy_gbps = {c["nbytes"]: c["gbps"] for c in copies}
@@ -150,7 +159,7 @@ def evaluate_bars(rows, bars, device_type, copies=()):
             results.append((bar, "not measured", f"a {bar.get('device', 'cuda')} bar; this run is on {device_type}"))
             continue
         ratios = []
-        for n in sorted({r["n"] for r in rows if r["n"] >= bar["min_n"]}):
+        for n in sorted({r["n"] for r in rows if bar["min_n"] <= r["n"] <= bar.get("max_n", r["n"])}):
             mine = [r for r in rows if r["op"] == bar["op"] and r["pass"] == bar["pass"] and r["dtype"] == bar["dtype"]
                     and r["n"] == n]
             pick = {r["impl"]: r["gbps"] for r in mine}
@@ -159,7 +168,7 @@ def evaluate_bars(rows, bars, device_type, copies=()):
             if bar["impl"] in pick and bar["vs"] in pick:
                 ratios.append((pick[bar["impl"]] / pick[bar["vs"]], n))
         if not ratios:
-            results.append((bar, "not measured", f"no {bar['impl']} and {bar['vs']} rows at n >= {fmt_n(bar['min_n'])}"))
+            results.append((bar, "not measured", f"no {bar['impl']} and {bar['vs']} rows at {sizes_text(bar)}"))
             continue
         worst, at = min(ratios)
         status = "PASS" if worst >= bar["at_least"] else "FAIL"
@@ -175,9 +184,14 @@ def normalize_bar(bar):
     return bar
 
 
+def sizes_text(bar):
+    if bar.get("max_n") == bar["min_n"]:
+        return f"n = {fmt_n(bar['min_n'])}"
+    return f"n >= {fmt_n(bar['min_n'])}" + (f" and <= {fmt_n(bar['max_n'])}" if "max_n" in bar else "")
+
+
 def bar_text(bar):
-    return (f"{bar['op']} {bar['pass']} {bar['dtype']}, n >= {fmt_n(bar['min_n'])}: "
-            f"{bar['impl']}/{bar['vs']} >= {bar['at_least']}")
+    return f"{bar['op']} {bar['pass']} {bar['dtype']}, {sizes_text(bar)}: {bar['impl']}/{bar['vs']} >= {bar['at_least']}"
 
 
 def groups(rows):
@@ -186,6 +200,9 @@ def groups(rows):
 
 
 def table(rows, copies):
+    """The memory-bound rows in GB/s beside a copy; the compute-bound ones (with flops) in TFLOP/s (flops_table)."""
+    flop_rows = [r for r in rows if "flops" in r]
+    rows = [r for r in rows if "flops" not in r]
     copy_gbps = {c["nbytes"]: c["gbps"] for c in copies}
     lines = ["| op | pass | dtype | n | ours GB/s | torch GB/s | copy GB/s | ours/torch | ours % of copy | others GB/s |",
              "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |"]
@@ -200,6 +217,20 @@ def table(rows, copies):
         others = ", ".join(f"{r['impl']} {fmt_gbps(r['gbps'])}" for r in mine if r["impl"] not in ("ours", "torch"))
         lines.append(f"| {op} | {pass_} | {dtype} | {fmt_n(n)} | {fmt_gbps(ours and ours['gbps'])} | "
                      f"{fmt_gbps(ref and ref['gbps'])} | {fmt_gbps(copy)} | {ratio} | {of_copy} | {others or '-'} |")
+    parts = ["\n".join(lines)] if rows else []
+    return "\n\n".join(parts + ([flops_table(flop_rows)] if flop_rows else []))
+
+
+def flops_table(rows):
+    lines = ["| op | pass | dtype | n | ours TFLOP/s | torch TFLOP/s | ours/torch | others TFLOP/s |",
+             "| --- | --- | --- | --- | ---: | ---: | ---: | --- |"]
+    for op, pass_, dtype, n in dict.fromkeys((r["op"], r["pass"], r["dtype"], r["n"]) for r in rows):
+        by_impl = {r["impl"]: r for r in rows if (r["op"], r["pass"], r["dtype"], r["n"]) == (op, pass_, dtype, n)}
+        ours, ref = by_impl.get("ours"), by_impl.get("torch")
+        ratio = f"{ours['tflops'] / ref['tflops']:.3f}" if ours and ref else "-"
+        others = ", ".join(f"{impl} {r['tflops']:.2f}" for impl, r in by_impl.items() if impl not in ("ours", "torch"))
+        tf = lambda r: f"{r['tflops']:.2f}" if r else "-"  # noqa: E731
+        lines.append(f"| {op} | {pass_} | {dtype} | {n} | {tf(ours)} | {tf(ref)} | {ratio} | {others or '-'} |")
     return "\n".join(lines)
 
 
@@ -210,7 +241,8 @@ def markdown(result, bar_results):
     out = [f"# Benchmark: {result['device']}, {result['date']}",
            "",
            f"torch {result['torch']}; {timer}. GB/s = the bytes the op must move (inputs read once, outputs written "
-           f"once) / median time. copy = a copy moving the same bytes (half read, half written), the ceiling.",
+           f"once) / median time. copy = a copy moving the same bytes (half read, half written), the ceiling. "
+           f"TFLOP/s (compute-bound ops: matmul, n = M = N = K) = the op's flops (2MNK) / median time.",
            "", "## Bars", ""]
     if not bar_results:
         out.append("No bars declared.")
@@ -241,8 +273,12 @@ def save_plots(result, out_dir):
     for op, pass_, dtype in groups(result["rows"]):
         rows = [r for r in result["rows"] if (r["op"], r["pass"], r["dtype"]) == (op, pass_, dtype)]
         fig, ax = plt.subplots(figsize=(7, 4))
-        timing.plot_bandwidth(rows, result["copy"], ax=ax,
-                              title=f"{op} {pass_} {dtype} on {result['device']} ({result['date']})")
+        title = f"{op} {pass_} {dtype} on {result['device']} ({result['date']})"
+        if "flops" in rows[0]:
+            peak = result.get(op, {}).get("peak_tflops", {}).get(dtype)
+            timing.plot_tflops(rows, peak=peak, ax=ax, title=title)
+        else:
+            timing.plot_bandwidth(rows, result["copy"], ax=ax, title=title)
         fig.tight_layout()
         fig.savefig(out_dir / plot_name(op, pass_, dtype), dpi=110)
         plt.close(fig)
@@ -279,13 +315,13 @@ def main(argv=None, bench_dir=HERE):
     print(f"bench on {name} ({device}), torch {torch.__version__}, sizes {fmt_n(sizes[0])}..{fmt_n(sizes[-1])}, "
           f"{len(paths)} module(s)")
 
-    bench = Bench(device, sizes)
+    bench = Bench(device, sizes, quick=args.quick)
     bars, errors = run_modules(paths, bench)
     print("copy ceiling:")
     copies = measure_copies(bench.rows, device, bench.budget)
     result = {"device": name, "kind": device.type, "torch": torch.__version__, "cuda": torch.version.cuda,
               "date": date, "quick": args.quick, "sizes": sizes, "rows": bench.rows, "copy": copies,
-              "errors": errors}
+              "errors": errors, **bench.extra}
     bar_results = evaluate_bars(bench.rows, bars, device.type, copies)
     result["bars"] = [{**bar, "status": status, "detail": detail} for bar, status, detail in bar_results]
     print("per call (bench/calls.py):")

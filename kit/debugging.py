@@ -377,6 +377,34 @@ def resource_usage(so):
     return rows
 
 
+# Per SM, by compute capability: the most resident blocks (CUDA C Programming Guide, "Compute Capabilities"); every
+# GPU since Maxwell has 65536 registers per SM, allocated to a warp in units of 256, and shared memory is
+# allocated in units of 128 bytes, with 1 KB per block reserved for the system from sm_80 on.
+MAX_BLOCKS_PER_SM = {(7, 0): 32, (7, 5): 16, (8, 0): 32, (8, 6): 16, (8, 7): 16, (8, 9): 24, (9, 0): 32}
+REGISTERS_PER_SM, REGISTER_UNIT, SHARED_UNIT = 65536, 256, 128
+
+
+def theoretical_occupancy(registers, shared, threads, props):
+    """How many blocks of a kernel fit on one SM at once, and what share of the SM's warp slots they fill: the
+    CUDA Occupancy Calculator's arithmetic from a kernel's registers per thread and static shared memory per block
+    (resource_usage) and its threads per block. props: torch.cuda.get_device_properties (or any object with
+    major, minor, max_threads_per_multi_processor, shared_memory_per_multiprocessor, warp_size).
+    Returns {"blocks_per_sm", "occupancy", "limited_by"}: occupancy is resident warps / the SM's most warps."""
+    warp = props.warp_size
+    warps = -(-threads // warp)
+    max_warps = props.max_threads_per_multi_processor // warp
+    per_warp = -(-registers * warp // REGISTER_UNIT) * REGISTER_UNIT
+    reserved = 1024 if props.major >= 8 else 0
+    per_block = -(-(shared + reserved) // SHARED_UNIT) * SHARED_UNIT
+    limits = {"threads": max_warps // warps,
+              "registers": (REGISTERS_PER_SM // max(per_warp, REGISTER_UNIT)) // warps,
+              "shared memory": props.shared_memory_per_multiprocessor // per_block,
+              "blocks per SM": MAX_BLOCKS_PER_SM.get((props.major, props.minor), 16)}
+    blocks = min(limits.values())
+    return {"blocks_per_sm": blocks, "occupancy": blocks * warps / max_warps,
+            "limited_by": [k for k, v in limits.items() if v == blocks]}
+
+
 def cuda_build_of(op, timeout=900):
     """Build an op for CUDA in a child process and return its library's path; with no GPU here, for sm_90 (H100/H200),
     as a compile check (LABKIT_CUDA=1). Raises with the build's output if it fails."""

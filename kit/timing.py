@@ -121,6 +121,13 @@ def gbps(nbytes, seconds):
     return nbytes / seconds / 1e9
 
 
+def tflops(flops, seconds):
+    """Arithmetic rate in TFLOP/s (10^12 floating-point operations per second; a multiply-add counts 2)."""
+    if seconds <= 0:
+        raise ValueError(f"tflops: the time must be positive, got {seconds}")
+    return flops / seconds / 1e12
+
+
 def fmt_time(seconds):
     """A time with its unit, three significant digits: 521 us, 68.2 us, 1.25 ms."""
     for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
@@ -548,6 +555,38 @@ def plot_bandwidth(rows, copies, ax=None, title=None):
     ax.set_xlabel("elements (n)")
     ax.set_ylabel("GB/s")
     ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    if title:
+        ax.set_title(title, fontsize=10)
+    return ax
+
+
+def plot_tflops(rows, peak=None, ax=None, title=None):
+    """TFLOP/s against size for one compute-bound op/dtype (matmul: n = M = N = K, log2 axis): a median line with a
+    quartile band per implementation, and the device's peak as a dashed line when known.
+
+    rows: dicts with n, impl, flops, median_s, q25_s, q75_s (bench.json's matmul rows)."""
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7, 4))
+    first = {}  # ours and torch first, then the others in the order they were measured (simplest first)
+    for i, r in enumerate(rows):
+        first.setdefault(r["impl"], i)
+    impls = sorted(first, key=lambda i: (IMPL_ORDER.index(i) if i in IMPL_ORDER else 99, first[i]))
+    for impl in impls:
+        mine = sorted((r for r in rows if r["impl"] == impl), key=lambda r: r["n"])
+        ns = [r["n"] for r in mine]
+        ax.plot(ns, [tflops(r["flops"], r["median_s"]) for r in mine], marker="o", markersize=3, label=impl)
+        ax.fill_between(ns, [tflops(r["flops"], r["q75_s"]) for r in mine],
+                        [tflops(r["flops"], r["q25_s"]) for r in mine], alpha=0.25)
+    if peak:
+        ax.axhline(peak, color="k", linestyle="--", linewidth=1, label=f"peak {peak:.0f} TFLOP/s")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("n (M = N = K)")
+    ax.set_ylabel("TFLOP/s")
+    ax.grid(True, alpha=0.3, which="both")
     ax.legend(fontsize=8)
     if title:
         ax.set_title(title, fontsize=10)

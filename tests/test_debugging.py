@@ -4,6 +4,7 @@ the right kernels match PyTorch, register and shared-memory counts, what --use_f
 import json
 import os
 import re
+import types
 
 import pytest
 import torch
@@ -287,3 +288,26 @@ def test_recorded_is_the_newest_recording(tmp_path, monkeypatch):
     assert debugging.recorded()["gpu"] == "new"
     monkeypatch.setenv("LABKIT_RESULTS_DIR", str(tmp_path / "nothing"))
     assert debugging.recorded() is None
+
+
+H100_LIKE = types.SimpleNamespace(major=9, minor=0, warp_size=32, max_threads_per_multi_processor=2048,
+                                  shared_memory_per_multiprocessor=233472)
+
+
+@pytest.mark.parametrize("registers, shared, threads, blocks, occupancy, limited_by", [
+    # 256 threads of 24 registers, no shared memory: 8 blocks fill the SM's 64 warps (the threads limit)
+    (24, 0, 256, 8, 1.0, ["threads"]),
+    # 128 registers a thread: a warp takes 4096 of the SM's 65536, so 16 warps fit, 2 blocks of 8
+    (128, 0, 256, 2, 0.25, ["registers"]),
+    # 162 registers round up to 5376 a warp (units of 256): 12 warps fit, one block of 8
+    (162, 9216, 256, 1, 0.125, ["registers"]),
+    # 48 KB of shared memory a block (+1 KB reserved): 4 blocks of 228 KB
+    (16, 48 * 1024, 128, 4, 0.25, ["shared memory"]),
+    # tiny blocks: 32 resident blocks at most on sm_90, whatever else would fit
+    (16, 0, 32, 32, 0.5, ["blocks per SM"]),
+])
+def test_theoretical_occupancy_follows_the_occupancy_calculator(registers, shared, threads, blocks, occupancy,
+                                                                limited_by):
+    got = debugging.theoretical_occupancy(registers, shared, threads, H100_LIKE)
+    assert got == {"blocks_per_sm": blocks, "occupancy": occupancy, "limited_by": limited_by}
+

@@ -356,6 +356,9 @@ def run(bench):
     for n in bench.sizes:
         bench.measure("fake", "x", torch.float32, n, "ours", lambda: time.sleep(0.001), 10**6)
         bench.measure("fake", "x", torch.float32, n, "torch", lambda: time.sleep(0.002), 10**6)
+    # a compute-bound op: TFLOP/s from flops, no copy beside it, a peak from bench.extra on its plot
+    bench.measure("fakemm", "square", torch.float32, 64, "ours", lambda: time.sleep(0.001), 10**3, flops=2 * 10**9)
+    bench.extra["fakemm"] = {"peak_tflops": {"float32": 5.0}}
 '''
 
 
@@ -370,13 +373,19 @@ def test_bench_contract_with_a_module_of_its_own(tmp_path):
     rc = run.main(["--cpu", "--quick", "--out", str(tmp_path / "out")], bench_dir=folder)
     assert rc == 1  # because of bench_broken
     result = json.loads((tmp_path / "out" / "bench.json").read_text())
-    assert sorted({r["n"] for r in result["rows"]}) == run.CPU_QUICK
-    assert {(r["op"], r["dtype"], r["impl"]) for r in result["rows"]} == {("fake", "float32", "ours"),
-                                                                         ("fake", "float32", "torch")}
+    assert sorted({r["n"] for r in result["rows"] if r["op"] == "fake"}) == run.CPU_QUICK
+    assert {(r["op"], r["dtype"], r["impl"]) for r in result["rows"] if r["op"] == "fake"} == {
+        ("fake", "float32", "ours"), ("fake", "float32", "torch")}
+    [mm] = [r for r in result["rows"] if r["op"] == "fakemm"]
+    assert 0.5 < mm["tflops"] <= 2 and mm["tflops"] == pytest.approx(2e9 / mm["median_s"] / 1e12)  # 2 GFLOP in >= 1 ms
+    assert 10**3 not in {c["nbytes"] for c in result["copy"]}  # no copy for a compute-bound row
+    assert result["fakemm"] == {"peak_tflops": {"float32": 5.0}}
+    assert (tmp_path / "out" / "fakemm-square-float32.png").stat().st_size > 0
     assert [b["status"] for b in result["bars"]] == ["PASS", "FAIL"]  # ours is about 2x torch: >= 1.5, not >= 3
     assert "broken on purpose" in result["errors"][0]["error"]
     md = (tmp_path / "out" / "bench.md").read_text()
     assert "**PASS** fake x float32" in md and "**FAIL** fake x float32" in md and "bench_broken.py" in md
+    assert "| op | pass | dtype | n | ours TFLOP/s | torch TFLOP/s |" in md and "| fakemm | square | float32 | 64 |" in md
 
 
 def test_evaluate_bars():
@@ -407,6 +416,11 @@ def test_evaluate_bars():
     assert status == "FAIL" and "0.900 at n=2^26" in detail  # ours moves 99 GB/s there, a copy 110
     [(_, status, _)] = run.evaluate_bars(measured, [to_copy], "cuda")
     assert status == "not measured"  # no copies measured
+    # max_n: one size only (matmul's bars are at 4096^3)
+    at_one = {**bar, "min_n": 1 << 24, "max_n": 1 << 24}
+    [(_, status, detail)] = run.evaluate_bars(rows({1 << 24: 0.99, 1 << 26: 0.5}), [at_one], "cuda")
+    assert status == "PASS" and "0.990 at n=2^24 over 1 sizes" in detail
+    assert "n = 2^24:" in run.bar_text(at_one)
 
 
 @pytest.mark.skipif(HAS_CUDA, reason="checks what happens on a machine without a GPU")
@@ -416,7 +430,7 @@ def test_bench_without_a_gpu_says_so_and_exits_0(capsys, tmp_path):
     out = capsys.readouterr().out
     assert "no CUDA GPU" in out
     calls = json.loads((tmp_path / "calls.json").read_text())["calls"]
-    assert {(r["op"], r["grad"]) for r in calls} == {(op, grad) for op in ("add2", "elu", "sum") for grad in (False, True)}
+    assert {(r["op"], r["grad"]) for r in calls} == {(op, grad) for op in ("add2", "elu", "sum", "matmul") for grad in (False, True)}
     for r in calls:
         assert set(r["host_us"]) == {"ops", "registered", "torch"} and all(us > 0 for us in r["host_us"].values())
         assert f"per call, {r['op']}" in out and r["status"] in out
