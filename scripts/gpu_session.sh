@@ -7,6 +7,7 @@
 #   TESTS="tests/test_elu.py ..." limits the tests step (its log is then pytest-<first file>.log); WORKERS=8 is how many
 #   pytest-xdist workers run the tests (where xdist is installed); each step is
 #   stopped after STEP_TIMEOUT seconds (default 540) so the results of the others still come back.
+#   BENCH_ARGS="--only matmul" (or --quick) is passed to bench/run.py; its log is then bench-<ops>.log.
 #
 # Uses the machine's own python3 (PY=... to change); Jupyter packages may come as wheels in .whl/.
 set -uo pipefail
@@ -56,7 +57,9 @@ for step in $STEPS; do
                     grep -E "passed|failed|error" "$log" | tail -n 1
                     grep -E "^(FAILED|ERROR)" "$log" | head -n 30
                 done ;;
-        bench)  if [ -f bench/run.py ]; then $T $PY bench/run.py > "$R/bench.log" 2>&1 || rc=1; tail -n 40 "$R/bench.log"; fi ;;
+        bench)  # a run with --only writes $R/bench.json too, over a full run's: add --out <folder> to keep both
+                BLOG="$R/bench${BENCH_ARGS:+-$(echo "$BENCH_ARGS" | tr -c 'a-z0-9\n' '-' | sed 's/^-*//; s/-*$//')}.log"
+                if [ -f bench/run.py ]; then $T $PY bench/run.py ${BENCH_ARGS:-} > "$BLOG" 2>&1 || rc=1; tail -n 40 "$BLOG"; fi ;;
         timing) if [ -f kit/record_timing.py ]; then $T $PY -m kit.record_timing > "$R/timing.log" 2>&1 || rc=1; tail -n 15 "$R/timing.log"; fi ;;
         multi)  $T $PY -m kit.devices > "$R/multi_gpu.log" 2>&1 || rc=1; tail -n 10 "$R/multi_gpu.log" ;;
         debug)  $T $PY -m kit.record_debug > "$R/debug.log" 2>&1 || rc=1; grep -E "^(--|wrote)" "$R/debug.log" | cut -c1-160 ;;

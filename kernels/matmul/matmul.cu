@@ -28,7 +28,8 @@
 //                               (two float4 loads instead of 8 scalar ones). What ops.matmul runs for float32.
 //   7. matmul_wmma_kernel       float16 / bfloat16 on tensor cores (nvcuda::wmma): each warp multiplies 16 x 16 x 16
 //                               fragments in one instruction, accumulating in float. Tiles are padded with zeros
-//                               in shared memory, so any M, N, K works. What ops.matmul runs for 16-bit types.
+//                               in shared memory, so any M, N, K works; loaded 8 elements (16 bytes) at a time
+//                               where K and N are multiples of 8. What ops.matmul runs for 16-bit types.
 // float64 runs version 3 (ops.matmul's "fast" for double: GPUs have few float64 units, and the lesson is about
 // float32 and 16-bit). Every version handles any M, N, K: loads past an edge read 0, stores past it are skipped.
 // Grids run blockIdx.x over column tiles (up to 2^31 - 1) and blockIdx.y over row tiles (up to 65535).
@@ -257,6 +258,9 @@ __global__ void matmul_vec_kernel(float* c, const float* a, const float* b, int6
 // does 2 (k) x 2 x 2 mma_sync calls, each a 16 x 16 x 16 multiply-add (8192 flops) on the tensor cores. The
 // result goes through shared memory (a fragment's layout across lanes is unspecified) to be rounded and stored
 // with guards.
+// Loading the tiles: 4096 elements of 2 bytes per step, for 64 x 64 x 32 x 2 = 262 KFLOP of mma. One element
+// per load is 32 loads (and 32 shared-memory stores) per thread per step; with 16-byte loads (kVec: K and N multiples of 8, A and B 16-byte aligned,
+// so a pack of 8 is all inside a row or all past its end) it is 4, as version 6 does for float.
 // Rows of the tiles are padded by 16 bytes: WMMA loads need a leading dimension that is a multiple of 16 bytes,
 // and the padding shifts consecutive rows onto different banks.
 
@@ -277,7 +281,7 @@ bool matmul_wmma_supported(int device) {
     return majors[device] >= 8;
 }
 
-template <typename T>
+template <typename T, bool kVec>
 __global__ void matmul_wmma_kernel(T* c, const T* a, const T* b, int64_t M, int64_t N, int64_t K) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
     __trap();  // bfloat16 WMMA needs sm_80; the binding refuses older GPUs (matmul_wmma_supported)
@@ -295,15 +299,30 @@ __global__ void matmul_wmma_kernel(T* c, const T* a, const T* b, int64_t M, int6
 #pragma unroll
         for (int j = 0; j < 2; j++) wmma::fill_fragment(acc[i][j], 0.0f);
     for (int64_t k0 = 0; k0 < K; k0 += kWK) {
-        for (int i = t; i < kWM * kWK; i += kWThreads) {
-            const int r = i / kWK, k = i % kWK;
-            if (row0 + r < M && k0 + k < K) As[r][k] = a[(row0 + r) * K + k0 + k];
-            else st(&As[r][k], 0.0f);
-        }
-        for (int i = t; i < kWK * kWN; i += kWThreads) {
-            const int k = i / kWN, col = i % kWN;
-            if (k0 + k < K && col0 + col < N) Bs[k][col] = b[(k0 + k) * N + col0 + col];
-            else st(&Bs[k][col], 0.0f);
+        if constexpr (kVec) {  // packs of 8 (a uint4); its zero bits are 0.0 in both 16-bit types
+            for (int p = t; p < kWM * kWK / 8; p += kWThreads) {
+                const int r = p / (kWK / 8), k = (p % (kWK / 8)) * 8;
+                uint4 v = make_uint4(0, 0, 0, 0);
+                if (row0 + r < M && k0 + k < K) v = *reinterpret_cast<const uint4*>(a + (row0 + r) * K + k0 + k);
+                *reinterpret_cast<uint4*>(&As[r][k]) = v;  // row r starts r * 80 bytes in: 16-byte aligned
+            }
+            for (int p = t; p < kWK * kWN / 8; p += kWThreads) {
+                const int k = p / (kWN / 8), col = (p % (kWN / 8)) * 8;
+                uint4 v = make_uint4(0, 0, 0, 0);
+                if (k0 + k < K && col0 + col < N) v = *reinterpret_cast<const uint4*>(b + (k0 + k) * N + col0 + col);
+                *reinterpret_cast<uint4*>(&Bs[k][col]) = v;  // rows of 144 bytes
+            }
+        } else {
+            for (int i = t; i < kWM * kWK; i += kWThreads) {
+                const int r = i / kWK, k = i % kWK;
+                if (row0 + r < M && k0 + k < K) As[r][k] = a[(row0 + r) * K + k0 + k];
+                else st(&As[r][k], 0.0f);
+            }
+            for (int i = t; i < kWK * kWN; i += kWThreads) {
+                const int k = i / kWN, col = i % kWN;
+                if (k0 + k < K && col0 + col < N) Bs[k][col] = b[(k0 + k) * N + col0 + col];
+                else st(&Bs[k][col], 0.0f);
+            }
         }
         __syncthreads();
 #pragma unroll
@@ -348,7 +367,10 @@ static cudaError_t launch_smem(T* c, const T* a, const T* b, int64_t M, int64_t 
 template <typename T>
 static cudaError_t launch_wmma(T* c, const T* a, const T* b, int64_t M, int64_t N, int64_t K, cudaStream_t s) {
     const dim3 grid(cdiv(N, kWN), cdiv(M, kWM));
-    matmul_wmma_kernel<T><<<grid, kWThreads, 0, s>>>(c, a, b, M, N, K);
+    if (K % 8 == 0 && N % 8 == 0 && aligned16(a) && aligned16(b))
+        matmul_wmma_kernel<T, true><<<grid, kWThreads, 0, s>>>(c, a, b, M, N, K);
+    else
+        matmul_wmma_kernel<T, false><<<grid, kWThreads, 0, s>>>(c, a, b, M, N, K);
     return cudaGetLastError();
 }
 
