@@ -46,7 +46,8 @@ KIT_HD inline void load_tiles_thread(int t, float (*As)[kEx10BK], float (*Bs)[kE
     }
 }
 
-// (a) One step of thread (trow, tcol): acc[i][j] += sum over k of As[trow * kEx10TM + i][k] * Bs[k][tcol * kEx10TN + j].
+// (a) One step of thread (trow, tcol): acc[i][j] += the sum over k of As[trow * kEx10TM + i][k] *
+// Bs[k][tcol * kEx10TN + j].
 // TODO (roughly 7 lines): for each k: am[i] = As[...][k] for i < kEx10TM, bn[j] = Bs[k][...] for j < kEx10TN
 // (two arrays of floats: registers); then acc[i][j] += am[i] * bn[j] for every i and j.
 KIT_HD inline void outer_products(const float (*As)[kEx10BK], const float (*Bs)[kEx10BN], int trow, int tcol,

@@ -36,7 +36,7 @@ LOADED_HINT = ("NaN came out of finite inputs: a thread read an element of a til
 OVERWRITE_HINT = ("right with one step along k (K <= 32), wrong with several: a thread loaded the next step's "
                   "elements into the tiles while slower threads still read this step's. After the multiply-adds, "
                   "every thread must wait at block_sync() before the loop goes on to the next load (or: is k0 "
-                  "missing from a load's index?)")
+                  "missing from a load's index, or is its edge guard wrong past the first 32?)")
 UNWRITTEN_HINT = ("every thread whose (row, col) is inside C stores c[row * N + col] = acc once, after the loop "
                   "(compare with M and N: < or <=?)")
 MATCH_HINT = ("C[row][col] = sum over k of A[row][k] * B[k][col], with row = by * 32 + ty, col = bx * 32 + tx: "

@@ -12,6 +12,9 @@
 //     block's tile of C come out wrong (when K > 32, so that there is a step 2).
 // Coroutines rather than OS threads: 1024 threads per block would be slow to start and to switch between, and
 // the order of a real scheduler is not fixed. Switching a coroutine costs well under a microsecond.
+#if defined(__APPLE__) && !defined(_XOPEN_SOURCE)
+#define _XOPEN_SOURCE 600  // macOS declares the (deprecated, still working) ucontext calls only with this
+#endif
 #include <ucontext.h>
 
 #include <cstdint>
