@@ -2,7 +2,7 @@
 #include <limits>
 
 #include "binding.h"
-#include "ex10_matmul_reg.h"
+#include "ex10_matmul_reg_launch.h"
 
 static void check_args(const at::Tensor& a, const at::Tensor& b, const at::Tensor& out) {
     const char* op = "ex10_matmul_reg";

@@ -25,11 +25,7 @@
 #pragma once
 #include <cstdint>
 
-#include "kit.h"
-
-// The lesson's reg2d sizes: a block's tile of C, the depth of a step, one thread's tile of C.
-constexpr int kEx10BM = 128, kEx10BN = 128, kEx10BK = 8, kEx10TM = 8, kEx10TN = 8;
-constexpr int kEx10Threads = (kEx10BM / kEx10TM) * (kEx10BN / kEx10TN);  // 256
+#include "ex10_matmul_reg_launch.h"  // the sizes (kEx10BM = 128, ...) and the launchers
 
 // Given: thread t's share of loading one step's tiles (4 elements of each), 0 past an edge. row0, col0: the block's
 // first row and column of C; k0: the step's first k.
@@ -59,10 +55,3 @@ KIT_HD inline void outer_products(const float (*As)[kEx10BK], const float (*Bs)[
 KIT_HD inline void store_outputs(const float (*acc)[kEx10TN], float* c, int64_t row0, int64_t col0, int64_t M,
                                  int64_t N) {
 }
-
-void ex10_matmul_reg_cpu(float* c, const float* a, const float* b, int64_t M, int64_t N, int64_t K);
-#ifdef LABKIT_WITH_CUDA
-#include <cuda_runtime_api.h>
-cudaError_t ex10_matmul_reg_cuda(float* c, const float* a, const float* b, int64_t M, int64_t N, int64_t K,
-                                 cudaStream_t stream);
-#endif

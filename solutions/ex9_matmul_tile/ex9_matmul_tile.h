@@ -27,10 +27,7 @@
 #pragma once
 #include <cstdint>
 
-#include "kit.h"
-
-// 32 x 32: the lesson's smem kernel's tile (the speed check compares against it): a warp is one row of the tile.
-constexpr int kEx9Tile = 32;
+#include "ex9_matmul_tile_launch.h"  // kEx9Tile (32) and the launchers
 
 #ifdef __CUDA_ARCH__
 __device__ void ex9_hold_back();  // with stagger=True, warps 1-31 wait ~50 us (ex9_matmul_tile.cu)
@@ -59,10 +56,3 @@ KIT_HD inline void matmul_tile_thread(int tx, int ty, int64_t bx, int64_t by, fl
     }
     if (row < M && col < N) c[row * N + col] = acc;
 }
-
-void ex9_matmul_tile_cpu(float* c, const float* a, const float* b, int64_t M, int64_t N, int64_t K);
-#ifdef LABKIT_WITH_CUDA
-#include <cuda_runtime_api.h>
-cudaError_t ex9_matmul_tile_cuda(float* c, const float* a, const float* b, int64_t M, int64_t N, int64_t K,
-                                 bool stagger, cudaStream_t stream);
-#endif
