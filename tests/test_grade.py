@@ -32,7 +32,7 @@ def test_untouched_stub_fails_with_a_message(stubs, exercise):
 def test_reference_solution_passes(solved, exercise):
     report = solved[1][exercise]
     assert not report.failed, str(report)
-    needs_gpu = {"ex6_time_kernel"} | ({"ex2_add2_vec4"} if not HAS_CUDA else set())
+    needs_gpu = {"ex6_time_kernel"} | ({"ex2_add2_vec4", "ex9_matmul_tile"} if not HAS_CUDA else set())
     if exercise not in needs_gpu:
         assert report.passed, str(report)
 
@@ -75,6 +75,45 @@ MUTANTS = [
      "adds into its own row", None),  # an atomic to the wrong address
     ("ex8_block_sum", "ex8_block_sum/ex8_block_sum.h", "    block_sync();  // every warp's slot written", "    //",
      "waits for every warp", None),  # the barrier deleted: a race, caught every time (the CPU runs warp 0 first)
+    ("ex9_matmul_tile", "ex9_matmul_tile/ex9_matmul_tile.h",
+     "        block_sync();  // every element of the tiles written", "        //",
+     "waits until the tiles are loaded", None),  # thread 0 reads the tiles first: NaN, every time
+    ("ex9_matmul_tile", "ex9_matmul_tile/ex9_matmul_tile.h",
+     "        block_sync();  // every thread done with the tiles", "        //",
+     "waits before overwriting the tiles", None),  # thread 0 loads step 2 before the others read step 1
+    ("ex9_matmul_tile", "ex9_matmul_tile/ex9_matmul_tile.h", "row < M && k0 + tx < K ?", "row < M && k0 + tx < N ?",
+     "matches A @ B", None),  # the edge guard against the wrong size: part of a row of A left out when N < K
+    ("ex9_matmul_tile", "ex9_matmul_tile/ex9_matmul_tile.h", "row < M && k0 + tx < K ?", "row < M ?",
+     "reads nothing past the end", None),  # no guard along k: hidden by B's zeros, but it reads past A's last row
+    ("ex9_matmul_tile", "ex9_matmul_tile/ex9_matmul_tile.h", "k0 + ty < K && col < N ?", "k0 + ty <= K && col < N ?",
+     "reads nothing past the end", None),  # row K of B: past the end of B (zeros there would hide it)
+    ("ex9_matmul_tile", "ex9_matmul_tile/ex9_matmul_tile.h", "if (row < M && col < N) c[", "if (row < M) c[",
+     "writes nothing past the end", None),  # the last row's columns >= N land after C
+    ("ex9_matmul_tile", "ex9_matmul_tile/ex9_matmul_tile.h", "k++) acc += As[ty][k] * Bs[k][tx]",
+     "k++) acc += As[k][tx] * Bs[ty][k]", "matches A @ B", None),  # the tiles' indices swapped
+    ("ex9_matmul_tile", "ex9_matmul_tile/ex9_matmul_tile.h", "b[(k0 + ty) * N + col]", "b[(k0 + ty) * K + col]",
+     "matches A @ B", None),  # B's rows taken as K long: right only when N == K
+    ("ex9_matmul_tile", "ex9_matmul_tile/ex9_matmul_tile.h", "    float acc = 0.0f;\n",
+     "    if (row >= M || col >= N) return;\n    float acc = 0.0f;\n",
+     "matches A @ B", None),  # an early return: the tile elements those threads should load are never written
+    ("ex9_matmul_tile", "ex9_matmul_tile/ex9_matmul_tile.h",
+     "As[ty][tx] = row < M && k0 + tx < K ? a[row * K + k0 + tx] : 0.0f;\n"
+     "        Bs[ty][tx] = k0 + ty < K && col < N ? b[(k0 + ty) * N + col] : 0.0f;",
+     "As[tx][ty] = by * kEx9Tile + tx < M && k0 + ty < K ? a[(by * kEx9Tile + tx) * K + k0 + ty] : 0.0f;\n"
+     "        Bs[tx][ty] = k0 + tx < K && bx * kEx9Tile + ty < N ? b[(k0 + tx) * N + bx * kEx9Tile + ty] : 0.0f;",
+     "speed against the lesson's smem kernel", "cuda"),  # correct, but tx walks down a column: uncoalesced
+    ("ex10_matmul_reg", "ex10_matmul_reg/ex10_matmul_reg.h", "j++) acc[i][j] += am[i] * bn[j]",
+     "j++) acc[i][j] += am[j] * bn[i]", "matches A @ B", None),  # A's and B's registers swapped: a transposed tile
+    ("ex10_matmul_reg", "ex10_matmul_reg/ex10_matmul_reg.h", "am[i] = As[trow * kEx10TM + i][k]",
+     "am[i] = As[tcol * kEx10TM + i][k]", "matches A @ B", None),  # A's rows picked by the thread's column
+    ("ex10_matmul_reg", "ex10_matmul_reg/ex10_matmul_reg.h", "for (int i = 0; i < kEx10TM; i++)\n            for",
+     "for (int i = 0; i < kEx10TM - 1; i++)\n            for", "matches A @ B", None),  # part of the tile accumulated
+    ("ex10_matmul_reg", "ex10_matmul_reg/ex10_matmul_reg.h", "for (int k = 0; k < kEx10BK; k++)",
+     "for (int k = 0; k < kEx10BK - 1; k++)", "matches A @ B", None),  # the step's last k left out
+    ("ex10_matmul_reg", "ex10_matmul_reg/ex10_matmul_reg.h", "if (row < M && col < N) c[",
+     "if (row <= M && col <= N) c[", "writes nothing past the end", None),  # off by one on the store's guard
+    ("ex10_matmul_reg", "ex10_matmul_reg/ex10_matmul_reg.h", "if (row < M && col < N) c[", "if (row < M) c[",
+     "writes nothing past the end", None),  # no guard on the columns: the last row's run on after C
     ("ex6_time_kernel", "../exercises/ex6_time_kernel/ex6_time_kernel.py",
      "        fn()\n        torch.cuda.synchronize()  # the launch", "        fn()\n        # the launch",
      "measures a 2 ms GPU kernel", "cuda"),  # an unsynchronised timing: only the launch is measured
