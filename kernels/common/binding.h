@@ -5,6 +5,9 @@
 // file recompiles that kernel alone. The headers are the light ones on purpose: <torch/extension.h>
 // costs ~18 s per compile, these ~6 s.
 #pragma once
+#include <limits>
+#include <utility>
+
 #include <ATen/core/Tensor.h>
 #include <ATen/MemoryOverlap.h>
 #include <ATen/ops/empty.h>
@@ -65,6 +68,39 @@ inline void check_out(const char* op, const at::Tensor& out, const at::Tensor& l
         TORCH_CHECK_VALUE(at::get_overlap_status(out, in) != at::MemOverlapStatus::Partial, op,
                           ": out partly overlaps an input, so the kernel would read values it already wrote");
     }
+}
+
+// a (M x K) and b (K x N) for a matmul: 2-D, and a's columns matching b's rows; both shapes in the message.
+inline void check_matmul_shapes(const char* op, const at::Tensor& a, const at::Tensor& b) {
+    TORCH_CHECK_VALUE(a.dim() == 2 && b.dim() == 2, op, ": a and b must be 2-D matrices, but a has shape ",
+                      a.sizes(), " and b has shape ", b.sizes(), ". For a batch, loop over it or use torch.matmul");
+    TORCH_CHECK_VALUE(a.size(1) == b.size(0), op, ": a's columns must match b's rows (a is M x K, b is K x N), "
+                      "but a has shape ", a.sizes(), " and b has shape ", b.sizes());
+}
+
+// A float32 matmul written into `out` (the matmul exercises): float32 matrices on one device, out of shape
+// [M, N], contiguous and apart from a and b, and a grid of tile_m x tile_n tiles of C that CUDA can launch
+// (blockIdx.y over row tiles: at most 65535 of them).
+inline void check_matmul_into(const char* op, const at::Tensor& a, const at::Tensor& b, const at::Tensor& out,
+                              int64_t tile_m, int64_t tile_n) {
+    check_same_device(op, "a", a, "b", b);
+    check_same_device(op, "out", out, "a", a);
+    for (const auto& [name, t] : {std::pair<const char*, const at::Tensor&>{"a", a}, {"b", b}, {"out", out}})
+        TORCH_CHECK_TYPE(t.scalar_type() == at::kFloat, op, ": ", name, " must be float32, but got ", t.scalar_type());
+    check_matmul_shapes(op, a, b);
+    TORCH_CHECK_VALUE(out.dim() == 2 && out.size(0) == a.size(0) && out.size(1) == b.size(1), op,
+                      ": out must have shape [M, N] = [", a.size(0), ", ", b.size(1), "], but has shape ",
+                      out.sizes());
+    TORCH_CHECK_VALUE(out.is_contiguous(), op, ": out must be contiguous (it is written through a raw pointer)");
+    for (const auto& [name, in] : {std::pair<const char*, const at::Tensor&>{"a", a}, {"b", b}}) {
+        const at::MemOverlapStatus s = at::get_overlap_status(out, in);
+        TORCH_CHECK_VALUE(s != at::MemOverlapStatus::Partial && s != at::MemOverlapStatus::Full, op,
+                          ": out overlaps ", name, ", which the kernel still reads");
+    }
+    TORCH_CHECK_VALUE(cdiv(a.size(0), tile_m) <= 65535, op, ": a has too many rows for one grid (", a.size(0),
+                      "; at most ", 65535 * tile_m, ")");
+    TORCH_CHECK_VALUE(cdiv(b.size(1), tile_n) <= std::numeric_limits<int32_t>::max(), op,
+                      ": b has too many columns for one grid (", b.size(1), ")");
 }
 
 #ifdef LABKIT_WITH_CUDA

@@ -1,33 +1,9 @@
 // Binding of exercise 9 (float32, C = A @ B into out): checks, device guard, current stream. Nothing to edit here.
-#include <limits>
-
 #include "binding.h"
 #include "ex9_matmul_tile_launch.h"
 
 static void check_args(const at::Tensor& a, const at::Tensor& b, const at::Tensor& out) {
-    const char* op = "ex9_matmul_tile";
-    check_same_device(op, "a", a, "b", b);
-    check_same_device(op, "out", out, "a", a);
-    TORCH_CHECK_TYPE(a.scalar_type() == at::kFloat, op, ": a must be float32, but got ", a.scalar_type());
-    TORCH_CHECK_TYPE(b.scalar_type() == at::kFloat, op, ": b must be float32, but got ", b.scalar_type());
-    TORCH_CHECK_TYPE(out.scalar_type() == at::kFloat, op, ": out must be float32, but got ", out.scalar_type());
-    TORCH_CHECK_VALUE(a.dim() == 2 && b.dim() == 2, op, ": a and b must be 2-D matrices, but a has shape ",
-                      a.sizes(), " and b has shape ", b.sizes());
-    TORCH_CHECK_VALUE(a.size(1) == b.size(0), op, ": a's columns must match b's rows (a is M x K, b is K x N), "
-                      "but a has shape ", a.sizes(), " and b has shape ", b.sizes());
-    TORCH_CHECK_VALUE(out.dim() == 2 && out.size(0) == a.size(0) && out.size(1) == b.size(1), op,
-                      ": out must have shape [M, N] = [", a.size(0), ", ", b.size(1), "], but has shape ",
-                      out.sizes());
-    TORCH_CHECK_VALUE(out.is_contiguous(), op, ": out must be contiguous (it is written through a raw pointer)");
-    for (const at::Tensor* in : {&a, &b}) {
-        const at::MemOverlapStatus s = at::get_overlap_status(out, *in);
-        TORCH_CHECK_VALUE(s != at::MemOverlapStatus::Partial && s != at::MemOverlapStatus::Full, op,
-                          ": out overlaps ", in == &a ? "a" : "b", ", which the kernel still reads");
-    }
-    TORCH_CHECK_VALUE(cdiv(a.size(0), kEx9Tile) <= 65535, op, ": a has too many rows for one grid (", a.size(0),
-                      "; at most ", 65535 * kEx9Tile, ")");
-    TORCH_CHECK_VALUE(cdiv(b.size(1), kEx9Tile) <= std::numeric_limits<int32_t>::max(), op,
-                      ": b has too many columns for one grid (", b.size(1), ")");
+    check_matmul_into("ex9_matmul_tile", a, b, out, kEx9Tile, kEx9Tile);
 }
 
 static void ex9_cpu_impl(const at::Tensor& a, const at::Tensor& b, at::Tensor& out, bool) {

@@ -11,10 +11,7 @@ static DType check_inputs(const char* op, const at::Tensor& a, const at::Tensor&
     kit_dtype(op, "b", b);
     check_same_device(op, "a", a, "b", b);
     check_same_dtype(op, "a", a, "b", b);
-    TORCH_CHECK_VALUE(a.dim() == 2 && b.dim() == 2, op, ": a and b must be 2-D matrices, but a has shape ",
-                      a.sizes(), " and b has shape ", b.sizes(), ". For a batch, loop over it or use torch.matmul");
-    TORCH_CHECK_VALUE(a.size(1) == b.size(0), op, ": a's columns must match b's rows (a is M x K, b is K x N), "
-                      "but a has shape ", a.sizes(), " and b has shape ", b.sizes());
+    check_matmul_shapes(op, a, b);
     return dtype;
 }
 
