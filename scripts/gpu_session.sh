@@ -3,7 +3,8 @@
 # benchmark and the recorded timing lesson. Results go to results/<date>-<gpu>/ (committed: device, date,
 # numbers) and, on the device tool's machine, into $OUT as one tarball.
 #
-#   bash scripts/gpu_session.sh [doctor] [loader] [tests] [bench] [timing] [debug] [multi]   (no argument: all but multi)
+#   bash scripts/gpu_session.sh [doctor] [loader] [tests] [bench] [timing] [debug] [multi] [variants]
+#   (no argument: all but multi and variants; variants: scripts/experiment_matmul_variants.py into $R)
 #   TESTS="tests/test_elu.py ..." limits the tests step (its log is then pytest-<first file>.log); WORKERS=8 is how many
 #   pytest-xdist workers run the tests (where xdist is installed); each step is
 #   stopped after STEP_TIMEOUT seconds (default 540) so the results of the others still come back.
@@ -61,6 +62,8 @@ for step in $STEPS; do
                 BLOG="$R/bench${BENCH_ARGS:+-$(echo "$BENCH_ARGS" | tr -c 'a-z0-9\n' '-' | sed 's/^-*//; s/-*$//')}.log"
                 if [ -f bench/run.py ]; then $T $PY bench/run.py ${BENCH_ARGS:-} > "$BLOG" 2>&1 || rc=1; tail -n 40 "$BLOG"; fi ;;
         timing) if [ -f kit/record_timing.py ]; then $T $PY -m kit.record_timing > "$R/timing.log" 2>&1 || rc=1; tail -n 15 "$R/timing.log"; fi ;;
+        variants) OUT="$R" $T $PY scripts/experiment_matmul_variants.py > "$R/matmul-variants.log" 2>&1 || rc=1
+                tail -n 8 "$R/matmul-variants.log" ;;
         multi)  $T $PY -m kit.devices > "$R/multi_gpu.log" 2>&1 || rc=1; tail -n 10 "$R/multi_gpu.log" ;;
         debug)  $T $PY -m kit.record_debug > "$R/debug.log" 2>&1 || rc=1; grep -E "^(--|wrote)" "$R/debug.log" | cut -c1-160 ;;
         *) echo "unknown step $step"; rc=2 ;;
