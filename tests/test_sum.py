@@ -109,26 +109,35 @@ def float32_ulp(value):
     return (torch.nextafter(v, torch.tensor(math.inf)) - v).item()
 
 
-@pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("seed", [0, 1, 2, 3])
-def test_offset_data_is_as_accurate_as_torch_sum(device, seed):
-    """Values of 100 +- 10, 2^24 of them: a sequential float32 sum comes out ~12% high here (millions of ulps); a
-    tree order stays within a couple of float32 ulps of the exact sum. Rounding the result alone costs up to half
-    an ulp and the tree's top levels add about as much again, so the bar is 2 ulps for the whole sum and 3 for the
-    worst of 256 row sums (torch.sum itself reached 1.4 and 2.5 over 40 seeds). Seeded: one seed is one fixed
-    input, so a pass is a pass every run, not a draw."""
-    gen = torch.Generator().manual_seed(seed)
-    x = (100 + 10 * torch.randn(1 << 24, generator=gen)).to(device)
+def offset_errors(device, seed):
+    """Values of 100 +- 10, 2^24 of them, one fixed input per seed: the errors of ops.sum and torch.sum against a
+    float64 sum, in float32 ulps of the result, for the whole sum and for the worst of 256 row sums."""
+    x = (100 + 10 * torch.randn(1 << 24, generator=torch.Generator().manual_seed(seed))).to(device)
     exact = x.double().sum().item()
-    error_ulps = abs(ops.sum(x).item() - exact) / float32_ulp(exact)
-    torch_ulps = abs(x.sum().item() - exact) / float32_ulp(exact)
-    assert error_ulps <= 2, (error_ulps, torch_ulps)
+    ulp = float32_ulp(exact)
     rows = x.view(256, -1)
     exact_rows = rows.double().sum(-1)
     row_ulp = float32_ulp(exact_rows.abs().max().item())
-    error_rows = (ops.sum(rows, -1).double() - exact_rows).abs().max().item() / row_ulp
-    torch_rows = (rows.sum(-1).double() - exact_rows).abs().max().item() / row_ulp
-    assert error_rows <= 3, (error_rows, torch_rows)
+    return {"ours": abs(ops.sum(x).item() - exact) / ulp, "torch": abs(x.sum().item() - exact) / ulp,
+            "ours_rows": (ops.sum(rows, -1).double() - exact_rows).abs().max().item() / row_ulp,
+            "torch_rows": (rows.sum(-1).double() - exact_rows).abs().max().item() / row_ulp}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_offset_data_is_as_accurate_as_torch_sum(device):
+    """A sequential float32 sum comes out ~12% high on this data (millions of ulps); a tree order stays within a
+    couple of float32 ulps of the exact sum. Two bars, on 8 seeded inputs (a pass is a pass every run, not a draw):
+    - each error at most 2 ulps for the whole sum and 3 for the worst row: rounding the result alone costs up to
+      half an ulp and the tree's top levels add about as much again (torch.sum itself reached 1.4 and 2.5 over 40
+      seeds);
+    - on average no worse than twice torch.sum's error (issue 16). Not input by input: both errors are a fraction
+      of an ulp, so on one input either may be the luckier one (CI once drew one where torch.sum erred by 0.06 ulp
+      and ours by 1.06)."""
+    errors = [offset_errors(device, seed) for seed in range(8)]
+    for seed, e in enumerate(errors):
+        assert e["ours"] <= 2 and e["ours_rows"] <= 3, (seed, e)
+    mean = {k: sum(e[k] for e in errors) / len(errors) for k in errors[0]}
+    assert mean["ours"] <= 2 * mean["torch"] and mean["ours_rows"] <= 2 * mean["torch_rows"], mean
 
 
 @pytest.mark.parametrize("x, dim, error, match", [
