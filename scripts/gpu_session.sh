@@ -35,10 +35,11 @@ for step in $STEPS; do
     case $step in
         doctor) { nvidia-smi; $PY -m loader doctor; } > "$R/doctor.txt" 2>&1; tail -n 12 "$R/doctor.txt" ;;
         loader) $T $PY scripts/measure_loader.py > "$R/loader.log" 2>&1 || rc=1; tail -n 20 "$R/loader.log" ;;
-        tests)  # in parallel where pytest-xdist is (the H200 machine has it): one worker per test file (--dist loadfile
-                # keeps a file's tests in order, as they are written), so the whole suite fits one device call; then,
-                # alone, the tests that time the GPU (marked exclusive_gpu: other tests' kernels would skew them)
-                XDIST=""; $PY -c "import xdist" 2>/dev/null && XDIST="-n ${WORKERS:-8} --dist loadfile"
+        tests)  # in parallel where pytest-xdist is (the H200 machine has it): a worker per group of tests (--dist
+                # loadgroup: a file's tests together and in order, but the long files' independent parts apart, as
+                # tests/conftest.py's XDIST_SPLIT says), so the whole suite fits one device call; then, alone, the
+                # tests that time the GPU (marked exclusive_gpu: other tests' kernels would skew them)
+                XDIST=""; $PY -c "import xdist" 2>/dev/null && XDIST="-n ${WORKERS:-8} --dist loadgroup"
                 export LABKIT_EXECUTED_NOTEBOOKS=/tmp/executed
                 if [ -n "$XDIST" ]; then
                     # -v: each test's result is logged as it ends, so a step stopped at its time limit still

@@ -1,6 +1,7 @@
 """Shared test setup: the repo on sys.path, the `cuda` and `gpu2` markers (skipped, with the reason, where
 the hardware is missing), and helpers to run a copy of the kit in a subprocess."""
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -44,7 +45,34 @@ def pytest_report_header(config):
     return []
 
 
+# Under pytest-xdist, scripts/gpu_session.sh runs `--dist loadgroup`: each group on one worker, its tests in the
+# order they are written. A file is one group (what --dist loadfile does: its tests may build on one another), but
+# in these files no test relies on another's effects, so a group is one value of the parameter named here (a build
+# way, a notebook), or every n-th test for a number n; each worker sets up the module fixtures of its groups
+# itself. Without this the longest file sets the time of the whole run: on the H200 test_builds alone took 513 s
+# of a 524 s run (results/2026-12-01-nvidia-h200/pytest.xml).
+XDIST_SPLIT = {"test_builds.py": "built", "test_notebooks.py": "path", "test_grade.py": 4}
+
+
+def xdist_group(item, index):
+    """The group of the index-th test of its file."""
+    name = item.path.name
+    split = XDIST_SPLIT.get(name)
+    if isinstance(split, int):
+        return f"{name}#{index % split}"
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    if split and split in params:
+        value = getattr(params[split], "name", params[split])  # a notebook's file name; a build way's tuple
+        return f"{name}#{split}=" + re.sub(r"[^A-Za-z0-9_.]+", "-", str(value)).strip("-")
+    return name
+
+
 def pytest_collection_modifyitems(config, items):
+    if config.pluginmanager.hasplugin("xdist"):
+        seen = {}
+        for item in items:
+            index = seen[item.path.name] = seen.get(item.path.name, -1) + 1
+            item.add_marker(pytest.mark.xdist_group(xdist_group(item, index)))
     no_gpu = pytest.mark.skip(reason="needs a CUDA GPU: torch.cuda.is_available() is False here")
     no_gpu2 = pytest.mark.skip(reason=f"needs two CUDA GPUs: {N_GPUS} visible here")
     jit_only = pytest.mark.skip(reason="tests the JIT loader (edits a copy of the kit); LABKIT_PREBUILT is set")
