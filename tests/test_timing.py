@@ -13,6 +13,7 @@ import statistics
 import subprocess
 import sys
 import time
+import types
 from contextlib import contextmanager
 
 import matplotlib
@@ -421,6 +422,21 @@ def test_evaluate_bars():
     [(_, status, detail)] = run.evaluate_bars(rows({1 << 24: 0.99, 1 << 26: 0.5}), [at_one], "cuda")
     assert status == "PASS" and "0.990 at n=2^24 over 1 sizes" in detail
     assert "n = 2^24:" in run.bar_text(at_one)
+
+
+@pytest.mark.parametrize("sms, ghz, cc, float32, bfloat16", [
+    (108, 1.41, (8, 0), 19.5, 312),  # A100 SXM: NVIDIA's datasheet, float32 and dense bfloat16 TFLOP/s
+    (132, 1.98, (9, 0), 67, 989),  # H100 / H200 SXM (bfloat16 quoted at a lower clock than the boost: hence >=)
+])
+def test_matmul_peaks_match_the_datasheets(sms, ghz, cc, float32, bfloat16):
+    load_run_py()  # puts bench/ on the path
+    bench_matmul = importlib.import_module("bench_matmul")
+    props = types.SimpleNamespace(major=cc[0], minor=cc[1], multi_processor_count=sms, clock_rate=int(ghz * 1e6))
+    peaks = bench_matmul.peaks(props)
+    assert peaks["float32"] == pytest.approx(float32, rel=0.01)
+    assert 0.99 * bfloat16 <= peaks["bfloat16"] <= 1.1 * bfloat16
+    assert bench_matmul.peaks(types.SimpleNamespace(major=7, minor=5, multi_processor_count=40,
+                                                    clock_rate=1_590_000)) == {"float32": None, "bfloat16": None}
 
 
 @pytest.mark.skipif(HAS_CUDA, reason="checks what happens on a machine without a GPU")
