@@ -11,9 +11,7 @@ Its results: results/2026-12-01-nvidia-h200/elu-variants*.json."""
 import json
 import os
 import re
-import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -22,8 +20,8 @@ import torch.nn.functional as F
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-import loader  # noqa: E402
 from kit import timing  # noqa: E402
+from kit.notebook import scratch_kit  # noqa: E402
 
 VARIANTS = os.environ.get("VARIANTS", "base,fwd-2x256,fwd-4x128,bwd-1x256,bwd-2x128,bwd-4x128,streaming").split(",")
 SIZES = [1 << int(s) for s in os.environ.get("SIZES", "24,26,28").split(",")]
@@ -72,14 +70,11 @@ def main():
             cases.append((key, dt, n))
             del x, dy
     for name in VARIANTS:
-        tmp = Path(tempfile.mkdtemp())
-        shutil.copytree(ROOT / "kernels" / "elu", tmp / "kernels" / "elu")
-        shutil.copytree(ROOT / "kernels" / "common", tmp / "kernels" / "common")
-        cu = tmp / "kernels/elu/elu.cu"
+        lab, kernels = scratch_kit("elu")  # builds on its first call, after the edit below
+        cu = kernels / "elu" / "elu.cu"
         src = variant_source(cu.read_text(), name)
         assert name == "base" or src != cu.read_text(), f"variant {name} changed nothing"
         cu.write_text(src)
-        lab = loader.Ops(tmp / "kernels", build_dir=tmp / "build")
         t0 = time.time()
         lab.elu(torch.ones(4, device=dev))
         print(f"variant {name} built in {time.time() - t0:.1f}s", flush=True)
