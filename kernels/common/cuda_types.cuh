@@ -3,7 +3,7 @@
 // Like cpu_half.h for the CPU: ld() widens an element to what we compute in (float for the 16-bit
 // types, double for double), st() rounds once when storing. Pack16 is 16 bytes of elements: the
 // widest load one thread can issue (LDG.128), so a vectorised kernel moves 4 floats, 2 doubles or
-// 8 halves per load instruction.
+// 8 halves per load instruction. per_device() keeps what a launcher asks of the GPU (SM count, occupancy).
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -29,6 +29,16 @@ struct alignas(16) Pack16 {
 // A 16-byte load needs a 16-byte-aligned address. Fresh tensors are (the allocator aligns to 512 B),
 // but a view such as x[1:] is contiguous and starts 4 bytes in, so every launcher checks.
 inline bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+// A number a launcher asks of CUDA, asked once per device and kept: a query costs about as much as a launch.
+// ask() returns it (never 0, which marks "not asked yet"); a device number past the table is asked every time.
+template <typename Ask>
+inline int per_device(int device, Ask ask) {
+    static int known[64] = {};  // one table per caller: each lambda is a type of its own
+    if (device < 0 || device >= 64) return ask();
+    if (known[device] == 0) known[device] = ask();
+    return known[device];
+}
 
 // Call f with a typed null pointer for `dtype`, so one launcher body covers every dtype.
 template <typename F>

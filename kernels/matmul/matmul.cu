@@ -270,15 +270,11 @@ constexpr int kWThreads = 128;                          // 4 warps, 2 x 2, each 
 constexpr int kPad16 = 8, kPad32 = 4;                   // 16 bytes of 16-bit elements, of floats
 
 bool matmul_wmma_supported(int device) {
-    static int majors[64] = {};  // per device, asked once: the query costs about as much as a launch
-    if (device < 0 || device >= 64) return false;
-    if (majors[device] == 0) {
-        int major = 0;
-        if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess || major < 1)
-            major = -1;
-        majors[device] = major;
-    }
-    return majors[device] >= 8;
+    const int major = per_device(device, [device] {
+        int m = 0;
+        return cudaDeviceGetAttribute(&m, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess && m >= 1 ? m : -1;
+    });
+    return major >= 8;
 }
 
 template <typename T, bool kVec>

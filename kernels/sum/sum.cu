@@ -216,14 +216,10 @@ __global__ void sum_rows_warp_kernel(T* out, const T* x, int64_t rows, int64_t c
 // every launch is checked.
 
 static int sm_count(int device) {
-    static int counts[64] = {};  // per device, asked once: the query costs about as much as a launch
-    if (device < 0 || device >= 64) return 1;
-    if (counts[device] == 0) {
+    return per_device(device, [device] {
         int n = 0;
-        if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device) != cudaSuccess || n < 1) n = 1;
-        counts[device] = n;
-    }
-    return counts[device];
+        return cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device) == cudaSuccess && n >= 1 ? n : 1;
+    });
 }
 
 // How a sum of rows x cols runs: a warp per row for short rows; else `threads` per block and each row in
@@ -239,16 +235,11 @@ struct SumPlan {
 // ~40 registers a thread), asked of CUDA once per device.
 template <typename T>
 static int resident_blocks(int device, int threads) {
-    static int counts[64] = {};
-    if (device < 0 || device >= 64) return 1;
-    if (counts[device] == 0) {
+    return per_device(device, [threads] {  // of the current device: the binding's guard made it `device`
         int n = 0;
-        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, sum_rows_kernel<T, true>, threads, 0) != cudaSuccess ||
-            n < 1)
-            n = 1;
-        counts[device] = n;
-    }
-    return counts[device];
+        const cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, sum_rows_kernel<T, true>, threads, 0);
+        return e == cudaSuccess && n >= 1 ? n : 1;
+    });
 }
 
 template <typename T>
