@@ -14,8 +14,8 @@ A variant is
   (16 more registers);
 - `<variant>-bounds`: with __launch_bounds__ as well.
 Compiled for sm_90a with nvcc 13.0 (cuobjdump, the <true> kernel): base 127 registers, bounds 123, prefetch8 127,
-prefetch8-bounds 128 and 24 bytes of stack (spills), prefetch16 145 (so one block per SM), prefetch16-bounds 128
-and 48 bytes of stack. Nothing here has run on a GPU yet.
+prefetch8-bounds 128, prefetch16 143 (so one block per SM), prefetch16-bounds 128 and 16 bytes of stack (spills).
+Nothing here has run on a GPU yet.
 Writes $OUT/matmul_variants.json where OUT is set (else prints only). Sizes: SIZES="2048,4096,8192"."""
 import json
 import os
@@ -43,7 +43,7 @@ __global__ void BOUNDS matmul_vec_kernel(float* c, const float* a, const float* 
     __shared__ __align__(16) float Bs[kStep][kBN];
     const int t = threadIdx.x, trow = t / (kBN / kTN), tcol = t % (kBN / kTN);
     const int64_t row0 = int64_t(blockIdx.y) * kBM, col0 = int64_t(blockIdx.x) * kBN;
-    float acc[kTM][kTN] = {}, am[kTM], bn[kTN];
+    float acc[kTM][kTN] = {};
     float4 av[kLoads], bv[kLoads];
     auto load = [&](int64_t k0) {
 #pragma unroll
@@ -76,50 +76,22 @@ __global__ void BOUNDS matmul_vec_kernel(float* c, const float* a, const float* 
     for (int64_t k0 = 0; k0 < K; k0 += kStep) {
         const bool more = k0 + kStep < K;
         if (more) load(k0 + kStep);  // in flight during this step's multiply-adds
-#pragma unroll
-        for (int k = 0; k < kStep; k++) {
-#pragma unroll
-            for (int i = 0; i < kTM; i += 4) {
-                const float4 v = *reinterpret_cast<const float4*>(&As[k][trow * kTM + i]);
-                am[i] = v.x, am[i + 1] = v.y, am[i + 2] = v.z, am[i + 3] = v.w;
-            }
-#pragma unroll
-            for (int j = 0; j < kTN; j += 4) {
-                const float4 v = *reinterpret_cast<const float4*>(&Bs[k][tcol * kTN + j]);
-                bn[j] = v.x, bn[j + 1] = v.y, bn[j + 2] = v.z, bn[j + 3] = v.w;
-            }
-#pragma unroll
-            for (int i = 0; i < kTM; i++)
-#pragma unroll
-                for (int j = 0; j < kTN; j++) acc[i][j] += am[i] * bn[j];
-        }
+        vec_multiply_tiles<kStep>(As, Bs, trow, tcol, acc);
         __syncthreads();  // every thread done reading this step's tiles
         if (more) {
             store();
             __syncthreads();  // the next step's tiles in place before anyone reads them
         }
     }
-    for (int i = 0; i < kTM; i++) {
-        const int64_t row = row0 + trow * kTM + i;
-        if (row >= M) break;
-        for (int j = 0; j < kTN; j += 4) {
-            const int64_t col = col0 + tcol * kTN + j;
-            float* out = c + row * N + col;
-            if (kVec && col < N) {
-                *reinterpret_cast<float4*>(out) = make_float4(acc[i][j], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3]);
-            } else if (!kVec) {
-                for (int u = 0; u < 4; u++)
-                    if (col + u < N) out[u] = acc[i][j + u];
-            }
-        }
-    }
+    vec_store_outputs<kVec>(c, acc, row0 + trow * kTM, col0 + tcol * kTN, M, N);
 }
 
 '''
 
 
 def variant_source(src, name):
-    """matmul.cu with version 6 changed as `name` says."""
+    """matmul.cu with version 6 changed as `name` says (the prefetching kernels use version 6's multiply-adds and
+    store, vec_multiply_tiles and vec_store_outputs, as they stand in matmul.cu)."""
     if name == "base":
         return src
     bounds = "__launch_bounds__(256, 2)" if name.endswith("bounds") else ""

@@ -190,6 +190,53 @@ __device__ __forceinline__ float4 load4(const float* p, int64_t at, int64_t end)
     }
 }
 
+// Version 6's multiply-adds for kSteps values of k from tiles in shared memory (As[k][row], transposed, and
+// Bs[k][col]): per k, two float4 reads of the thread's 8 values of A and two of its 8 of B into registers,
+// then their 64 products.
+template <int kSteps>
+__device__ __forceinline__ void vec_multiply_tiles(const float (*As)[kBM], const float (*Bs)[kBN], int trow, int tcol,
+                                                   float (&acc)[kTM][kTN]) {
+    float am[kTM], bn[kTN];
+#pragma unroll
+    for (int k = 0; k < kSteps; k++) {
+#pragma unroll
+        for (int i = 0; i < kTM; i += 4) {
+            const float4 v = *reinterpret_cast<const float4*>(&As[k][trow * kTM + i]);
+            am[i] = v.x, am[i + 1] = v.y, am[i + 2] = v.z, am[i + 3] = v.w;
+        }
+#pragma unroll
+        for (int j = 0; j < kTN; j += 4) {
+            const float4 v = *reinterpret_cast<const float4*>(&Bs[k][tcol * kTN + j]);
+            bn[j] = v.x, bn[j + 1] = v.y, bn[j + 2] = v.z, bn[j + 3] = v.w;
+        }
+#pragma unroll
+        for (int i = 0; i < kTM; i++)
+#pragma unroll
+            for (int j = 0; j < kTN; j++) acc[i][j] += am[i] * bn[j];
+    }
+}
+
+// Version 6's store of the thread's 8 x 8 outputs, rows from row0 and columns from col0: float4 stores (kVec: N a
+// multiple of 4 and C 16-byte aligned, so a pack is all inside or all past the edge), else guarded scalars.
+template <bool kVec>
+__device__ __forceinline__ void vec_store_outputs(float* c, const float (&acc)[kTM][kTN], int64_t row0, int64_t col0,
+                                                  int64_t M, int64_t N) {
+    for (int i = 0; i < kTM; i++) {
+        const int64_t row = row0 + i;
+        if (row >= M) break;
+        for (int j = 0; j < kTN; j += 4) {
+            const int64_t col = col0 + j;
+            float* out = c + row * N + col;
+            if (kVec && col < N) {
+                *reinterpret_cast<float4*>(out) = make_float4(acc[i][j], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3]);
+            } else if (!kVec) {
+                for (int u = 0; u < 4; u++)
+                    if (col + u < N) out[u] = acc[i][j + u];
+            }
+        }
+    }
+}
+
 // 6. 5 with float4 loads: each thread loads one float4 of the A tile (128 rows x 2 packs) and one of the B tile
 // (8 rows x 32 packs) per step. A's pack is stored transposed, As[k][row], so a thread's 8 values of A for one k
 // are consecutive: two float4 reads from shared memory, like B's. (The transposed store hits each bank twice
@@ -204,7 +251,7 @@ __global__ void matmul_vec_kernel(float* c, const float* a, const float* b, int6
     const int64_t row0 = int64_t(blockIdx.y) * kBM, col0 = int64_t(blockIdx.x) * kBN;
     const int ar = t / (kBK / 4), ak = (t % (kBK / 4)) * 4;  // A tile: row ar, k ak ... ak + 3
     const int bk = t / (kBN / 4), bc = (t % (kBN / 4)) * 4;  // B tile: row bk, columns bc ... bc + 3
-    float acc[kTM][kTN] = {}, am[kTM], bn[kTN];
+    float acc[kTM][kTN] = {};
     for (int64_t k0 = 0; k0 < K; k0 += kBK) {
         const float4 av = row0 + ar < M ? load4<kVec>(a + (row0 + ar) * K + k0 + ak, k0 + ak, K)
                                         : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
@@ -216,39 +263,10 @@ __global__ void matmul_vec_kernel(float* c, const float* a, const float* b, int6
                                       : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
         *reinterpret_cast<float4*>(&Bs[bk][bc]) = bv;
         __syncthreads();
-#pragma unroll
-        for (int k = 0; k < kBK; k++) {
-#pragma unroll
-            for (int i = 0; i < kTM; i += 4) {
-                const float4 v = *reinterpret_cast<const float4*>(&As[k][trow * kTM + i]);
-                am[i] = v.x, am[i + 1] = v.y, am[i + 2] = v.z, am[i + 3] = v.w;
-            }
-#pragma unroll
-            for (int j = 0; j < kTN; j += 4) {
-                const float4 v = *reinterpret_cast<const float4*>(&Bs[k][tcol * kTN + j]);
-                bn[j] = v.x, bn[j + 1] = v.y, bn[j + 2] = v.z, bn[j + 3] = v.w;
-            }
-#pragma unroll
-            for (int i = 0; i < kTM; i++)
-#pragma unroll
-                for (int j = 0; j < kTN; j++) acc[i][j] += am[i] * bn[j];
-        }
+        vec_multiply_tiles<kBK>(As, Bs, trow, tcol, acc);
         __syncthreads();
     }
-    for (int i = 0; i < kTM; i++) {
-        const int64_t row = row0 + trow * kTM + i;
-        if (row >= M) break;
-        for (int j = 0; j < kTN; j += 4) {
-            const int64_t col = col0 + tcol * kTN + j;
-            float* out = c + row * N + col;
-            if (kVec && col < N) {
-                *reinterpret_cast<float4*>(out) = make_float4(acc[i][j], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3]);
-            } else if (!kVec) {
-                for (int u = 0; u < 4; u++)
-                    if (col + u < N) out[u] = acc[i][j + u];
-            }
-        }
-    }
+    vec_store_outputs<kVec>(c, acc, row0 + trow * kTM, col0 + tcol * kTN, M, N);
 }
 
 // ----------------------------------------------------------------------------------------------
