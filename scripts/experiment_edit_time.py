@@ -5,7 +5,9 @@ The loader's own edit-to-result time (with whatever it chose) is scripts/measure
 experiment behind that choice. It builds add2 once in a scratch folder, reads the exact nvcc and link commands from
 its build.ninja, then reruns them with one change at a time:
   nvcc:  -O3 (nvcc's -O is the optimisation of the host code only: the launchers; device code is always optimised),
-         -O1, -O0; each alone and with --threads 0 (device and host steps of one file in parallel).
+         -O1, -O0; each alone and with --threads 0 (device and host steps of one file in parallel); each with
+         -std=c++20 (what cpp_extension gives nvcc in newer torch, 2.14 here) and -std=c++17 (a kernel file includes no torch
+         header, so it may take the lighter standard library of C++17).
   link:  the default linker (GNU ld.bfd); gold, lld and mold where they are installed.
 Writes results/<date>-<machine>/edit_time.json and prints a table. ~1 min.
 Run: python scripts/experiment_edit_time.py
@@ -73,13 +75,13 @@ def main():
             out["link"][ld] = timed(f"{cxx} {objs} {ldflags} -fuse-ld={ld} -o /tmp/labkit-link-{ld}.so", bdir)
         if cuda:
             src = str(tmp / "kernels/add2/add2.cu")
-            base = re.sub(r"\s(-O\d|--threads \d+)(?=\s|$)", "", v["cuda_cflags"])
+            base = re.sub(r"\s(-O\d|--threads \d+|-std=\S+)(?=\s|$)", "", v["cuda_cflags"])
             nvcc = f"{v['nvcc']} -MD -MF x.d {base} {{flags}} -c {shlex.quote(src)} -o x.o"
             out["nvcc_add2_cu"] = {flags: timed(nvcc.format(flags=flags), bdir) for flags in [
-                "-O3", "-O3 --threads 0", "-O1", "-O1 --threads 0", "-O0", "-O0 --threads 0"]}
+                f"{o}{t} -std=c++{std}" for std in (20, 17) for o in ("-O3", "-O1", "-O0") for t in ("", " --threads 0")]}
             empty = tmp / "empty.cu"
             empty.write_text("__global__ void k(float* p) { p[0] = 1; }\n")
-            out["nvcc_empty_cu"] = timed(f"{v['nvcc']} {base} -O3 -c {empty} -o x.o", bdir)
+            out["nvcc_empty_cu"] = timed(f"{v['nvcc']} {base} -O3 -std=c++20 -c {empty} -o x.o", bdir)
     dest = results.machine_dir()
     dest.mkdir(parents=True, exist_ok=True)
     (dest / "edit_time.json").write_text(json.dumps(out, indent=1) + "\n")

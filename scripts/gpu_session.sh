@@ -10,7 +10,8 @@
 #   stopped after STEP_TIMEOUT seconds (default 540) so the results of the others still come back.
 #   BENCH_ARGS="--only matmul" (or --quick) is passed to bench/run.py; its log is then bench-<ops>.log.
 #
-# Uses the machine's own python3 (PY=... to change); Jupyter packages may come as wheels in .whl/.
+# Uses the machine's own python3 (PY=... to change); Jupyter packages may come as wheels in .whl/, and Debian's mold
+# in .whl/bin/ (scripts/gpu_carry.sh gathers both here; the device call carries .whl).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-python3}
@@ -23,6 +24,10 @@ if compgen -G ".whl/*.whl" > /dev/null && [ ! -d /tmp/site/nbclient ]; then  # o
     $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
 fi
 [ -d /tmp/site/nbclient ] && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+if [ -x .whl/bin/mold ] && .whl/bin/mold --version > /dev/null 2>&1; then  # carried by scripts/gpu_carry.sh
+    mkdir -p /tmp/labkit-bin && ln -sf "$PWD/.whl/bin/mold" /tmp/labkit-bin/mold && ln -sf "$PWD/.whl/bin/mold" /tmp/labkit-bin/ld.mold
+    export PATH=/tmp/labkit-bin:$PATH  # gcc's -fuse-ld=mold finds ld.mold on PATH; the loader probes it before use
+fi
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 R=$($PY -m kit.results)  # results/<date>-<gpu>/, named as every recorder names it
 SLUG=$(basename "$R")

@@ -110,9 +110,12 @@ def main():
 
     import torch
 
+    from building.toolchain import fast_linker, safe_cxx
+
     res = {"date": datetime.date.today().isoformat(), "machine": results.slug(results.machine_name()), "torch": torch.__version__,
            "cpus": os.cpu_count(), "MAX_JOBS": os.environ.get("MAX_JOBS"),
-           "TORCH_CUDA_ARCH_LIST": os.environ.get("TORCH_CUDA_ARCH_LIST")}
+           "TORCH_CUDA_ARCH_LIST": os.environ.get("TORCH_CUDA_ARCH_LIST"),
+           "linker": fast_linker(safe_cxx()[0] or "c++") or "the compiler's default (GNU ld)"}
     res.update(import_overhead())
     with tempfile.TemporaryDirectory() as tmp:
         res.update(builds(Path(tmp)))

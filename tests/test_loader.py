@@ -279,6 +279,21 @@ def test_op_flags_from_op_py_reach_the_compiler(kit_copy):
     ops.add2(a, a)
 
 
+def test_kernel_files_compile_as_cpp17_unless_the_op_says_otherwise(kit_copy):
+    """nvcc gets -O0 --threads 0 -std=c++17 (a kernel file includes no torch header, and C++17's standard library
+    parses faster than the C++20 newer torch asks for its headers); an op.py's own -std= replaces ours. g++ gets no
+    -std from us: the binding includes torch, and cpp_extension picks the standard torch needs."""
+    lab = Ops(kit_copy / "kernels", build_dir=kit_copy / "build")
+    lab.add2(torch.ones(3), torch.ones(3))
+    nvcc = lab.add2.flags(cuda=True, nvcc=True)
+    assert nvcc[:4] == ["-O0", "--threads", "0", "-std=c++17"], nvcc
+    assert not any(f.startswith("-std=") for f in lab.add2.flags(cuda=True))
+    with open(kit_copy / "kernels/add2/op.py", "a") as f:
+        f.write('\nCUDA_FLAGS = ["-std=c++20"]\n')
+    lab.add2.refresh()
+    assert [f for f in lab.add2.flags(cuda=True, nvcc=True) if f.startswith("-std=")] == ["-std=c++20"]
+
+
 def test_a_compile_error_shows_in_ipython_without_the_loaders_frames(capsys):
     """In a notebook the student sees file, line, message and source line; plain Python keeps the full traceback."""
     from IPython.core.interactiveshell import InteractiveShell
