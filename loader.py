@@ -36,7 +36,9 @@ from building.environment import (KERNELS, ROOT, build_root, cpp_extension, cuda
                                   torch_uses_lock_file)
 from building.toolchain import fast_linker, safe_cxx
 
-is_compiling = torch.compiler.is_compiling
+# True only while Dynamo traces a call, the one time the edit check (an epoll_wait, which Dynamo cannot trace) must
+# not run. is_dynamo_compiling is one Python frame that returns False (0.02 us); is_compiling costs two (0.07 us)
+is_compiling = getattr(torch.compiler, "is_dynamo_compiling", torch.compiler.is_compiling)
 
 NAMESPACE = "labkit"
 SOURCE_SUFFIXES = {".cu", ".cuh", ".cpp", ".cc", ".h", ".hpp", ".py"}

@@ -352,8 +352,17 @@ def _demangle(text):
     return subprocess.run(["c++filt"], input=text, capture_output=True, text=True).stdout or text
 
 
+def _declared_shared(shared, arch):
+    """The static shared memory a kernel declares, from cuobjdump's SHARED. For sm_90 code SHARED also holds the 1 KB
+    the driver reserves per block, wherever a kernel uses shared memory at all: one __shared__ float[256] reads 2048
+    there and 1024 for sm_80, while ptxas -v says 1024 for both. theoretical_occupancy adds the reserve itself."""
+    m = re.match(r"sm_(\d+)", arch or "")
+    return shared - 1024 if shared >= 1024 and m and int(m.group(1)) >= 90 else shared
+
+
 def resource_usage(so):
-    """Per kernel of a built library: registers, stack, shared and local (spilled) memory, read by cuobjdump.
+    """Per kernel of a built library: registers, stack, shared (what the kernel declares) and local (spilled) memory,
+    read by cuobjdump.
 
     Works on any machine with cuobjdump (no GPU needed): it reads the machine code stored in the .so."""
     exe = tool("cuobjdump")
@@ -373,7 +382,8 @@ def resource_usage(so):
             fields = dict(re.findall(r"(\w+(?:\[\d+\])?):(\d+)", lines[i + 1]))
             kernel = re.sub(r"^void ", "", _demangle(m.group(1)).strip())  # templates demangle with their return type
             rows.append({"kernel": kernel, "arch": arch, "registers": int(fields["REG"]),
-                         "stack": int(fields["STACK"]), "shared": int(fields["SHARED"]), "local": int(fields["LOCAL"])})
+                         "stack": int(fields["STACK"]), "shared": _declared_shared(int(fields["SHARED"]), arch),
+                         "local": int(fields["LOCAL"])})
     return rows
 
 

@@ -235,7 +235,8 @@ def test_cuobjdump_reads_the_same_counts_from_the_built_library():
     rows = {r["kernel"].split("(")[0]: r for r in debugging.resource_usage(so)}
     assert set(rows) == {"printf_kernel", "oob_write_kernel", "smem_race_kernel", "smem_reverse_kernel"}
     assert all(r["local"] == 0 for r in rows.values()), "no kernel spills registers to local memory"
-    assert rows["smem_race_kernel"]["shared"] >= 1024 and rows["smem_reverse_kernel"]["shared"] >= 1024
+    # the 256-float tile, as declared: for sm_90 cuobjdump counts the driver's 1 KB per block in too (2048)
+    assert rows["smem_race_kernel"]["shared"] == 1024 and rows["smem_reverse_kernel"]["shared"] == 1024
     assert rows["oob_write_kernel"]["shared"] == 0
     assert rows["printf_kernel"]["stack"] > 0, "printf's arguments go through a stack buffer"
 

@@ -175,11 +175,26 @@ def test_fast_on_the_gpu(dtype, mnk):
 @pytest.mark.cuda
 @pytest.mark.parametrize("version", F32_VERSIONS + ["wmma", "fast"])
 def test_versions_on_views_and_unaligned_starts(version):
+    """Views, made contiguous by the binding, and contiguous tensors that start 2 or 4 bytes into their storage:
+    K and N (128, 264) are multiples of 8, so only the alignment of a or of b keeps the 16-byte loads away."""
     dtype = torch.bfloat16 if version == "wmma" else torch.float32
-    base_a, base_b = _ab(300, 260, 130, dtype, "cuda")
+    base_a, base_b = _ab(300, 264, 130, dtype, "cuda")
+    flat_a, flat_b = base_a.view(-1), base_b.view(-1)
     for a, b in [(base_a[1:, 1:129], base_b[1:129, 3:]), (base_b.t()[:, :129], base_a.t()[:129]),
-                 (base_a.view(-1)[1:1 + 64 * 128].view(64, 128), base_b[:128])]:
+                 (flat_a[1:1 + 64 * 128].view(64, 128), flat_b[:128 * 264].view(128, 264)),
+                 (flat_a[:64 * 128].view(64, 128), flat_b[1:1 + 128 * 264].view(128, 264))]:
         assert_matmul_close(ops.matmul(a, b, version=version), a, b)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("version", F32_VERSIONS + ["wmma", "fast"])
+def test_a_c_taller_than_one_grid(version):
+    """gridDim.y (row tiles) stops at 65535: one row more than 65535 tiles of the tallest tile (128) is past one
+    grid for every version. matmul.cu launches it as 5 chunks of rows (the last of 385), each starting on a tile
+    boundary with its rows still 16-byte aligned (K and N multiples of 8). 270 MB of float32 inputs."""
+    dtype = torch.bfloat16 if version == "wmma" else torch.float32
+    a, b = _ab(65535 * 128 + 1, 8, 8, dtype, "cuda")
+    assert_matmul_close(ops.matmul(a, b, version=version), a, b)
 
 
 @pytest.mark.cuda

@@ -40,6 +40,15 @@ inline int per_device(int device, Ask ask) {
     return known[device];
 }
 
+// A device attribute for per_device, or `fallback` where the query fails; a failed query's error is cleared, or
+// the launcher's cudaGetLastError() after its launch would report it as the launch's.
+inline int device_attribute(cudaDeviceAttr attr, int device, int fallback) {
+    int v = 0;
+    if (cudaDeviceGetAttribute(&v, attr, device) == cudaSuccess && v >= 1) return v;
+    cudaGetLastError();
+    return fallback;
+}
+
 // Call f with a typed null pointer for `dtype`, so one launcher body covers every dtype.
 template <typename F>
 inline auto dispatch_dtype(DType dtype, F&& f) {

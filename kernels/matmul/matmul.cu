@@ -32,7 +32,8 @@
 //                               where K and N are multiples of 8. What ops.matmul runs for 16-bit types.
 // float64 runs version 3 (ops.matmul's "fast" for double: GPUs have few float64 units, and the lesson is about
 // float32 and 16-bit). Every version handles any M, N, K: loads past an edge read 0, stores past it are skipped.
-// Grids run blockIdx.x over column tiles (up to 2^31 - 1) and blockIdx.y over row tiles (up to 65535).
+// Grids run blockIdx.x over column tiles (up to 2^31 - 1) and blockIdx.y over row tiles (up to 65535; a taller C
+// is launched in chunks of rows, matmul_cuda at the end).
 #include <mma.h>
 
 #include <type_traits>
@@ -289,8 +290,7 @@ constexpr int kPad16 = 8, kPad32 = 4;                   // 16 bytes of 16-bit el
 
 bool matmul_wmma_supported(int device) {
     const int major = per_device(device, [device] {
-        int m = 0;
-        return cudaDeviceGetAttribute(&m, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess && m >= 1 ? m : -1;
+        return device_attribute(cudaDevAttrComputeCapabilityMajor, device, -1);
     });
     return major >= 8;
 }
@@ -420,8 +420,8 @@ static cudaError_t matmul_f32(int version, float* c, const float* a, const float
     }
 }
 
-cudaError_t matmul_cuda(int version, DType dtype, void* c, const void* a, const void* b, int64_t M, int64_t N,
-                        int64_t K, int device, cudaStream_t stream) {
+static cudaError_t matmul_rows(int version, DType dtype, void* c, const void* a, const void* b, int64_t M, int64_t N,
+                               int64_t K, int device, cudaStream_t stream) {
     switch (dtype) {
         case DType::f32:
             return matmul_f32(version, (float*)c, (const float*)a, (const float*)b, M, N, K, stream);
@@ -438,4 +438,22 @@ cudaError_t matmul_cuda(int version, DType dtype, void* c, const void* a, const 
             return launch_wmma((__nv_bfloat16*)c, (const __nv_bfloat16*)a, (const __nv_bfloat16*)b, M, N, K, stream);
     }
     return cudaErrorInvalidValue;
+}
+
+// gridDim.y, the row tiles, is at most 65535, so a C taller than that many tiles is computed in chunks of
+// kRowChunk rows: a multiple of every version's row tile (32, 64, 128), so each chunk starts on a tile boundary
+// and its rows keep the 16-byte alignment of the whole (the vector loads' condition). 2,097,024 rows = 65532
+// tiles of 32: one chunk for any C of up to 2 M rows, which is every C but a very tall one.
+constexpr int64_t kRowChunk = 128 * 16383;
+
+cudaError_t matmul_cuda(int version, DType dtype, void* c, const void* a, const void* b, int64_t M, int64_t N,
+                        int64_t K, int device, cudaStream_t stream) {
+    const int64_t size = dtype == DType::f64 ? 8 : dtype == DType::f32 ? 4 : 2;  // bytes per element
+    for (int64_t r0 = 0; r0 < M; r0 += kRowChunk) {
+        const int64_t rows = M - r0 < kRowChunk ? M - r0 : kRowChunk;
+        const cudaError_t e = matmul_rows(version, dtype, static_cast<char*>(c) + r0 * N * size,
+                                          static_cast<const char*>(a) + r0 * K * size, b, rows, N, K, device, stream);
+        if (e != cudaSuccess) return e;
+    }
+    return cudaSuccess;
 }

@@ -216,10 +216,7 @@ __global__ void sum_rows_warp_kernel(T* out, const T* x, int64_t rows, int64_t c
 // every launch is checked.
 
 static int sm_count(int device) {
-    return per_device(device, [device] {
-        int n = 0;
-        return cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device) == cudaSuccess && n >= 1 ? n : 1;
-    });
+    return per_device(device, [device] { return device_attribute(cudaDevAttrMultiProcessorCount, device, 1); });
 }
 
 // How a sum of rows x cols runs: a warp per row for short rows; else `threads` per block and each row in
@@ -231,14 +228,17 @@ struct SumPlan {
     int64_t splits, chunk;
 };
 
-// Blocks of `threads` of sum_rows_kernel<T> that fit on one SM at once (registers decide: 4 loads in flight take
-// ~40 registers a thread), asked of CUDA once per device.
-template <typename T>
-static int resident_blocks(int device, int threads) {
-    return per_device(device, [threads] {  // of the current device: the binding's guard made it `device`
+// Blocks of kThreads threads of sum_rows_kernel<T> that fit on one SM at once (registers decide: 4 loads in flight
+// take ~40 registers a thread), asked of CUDA once per device (and per T and kThreads: each is a cache of its own).
+template <typename T, int kThreads>
+static int resident_blocks(int device) {
+    return per_device(device, [] {  // of the current device: the binding's guard made it `device`
         int n = 0;
-        const cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, sum_rows_kernel<T, true>, threads, 0);
-        return e == cudaSuccess && n >= 1 ? n : 1;
+        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, sum_rows_kernel<T, true>, kThreads, 0) == cudaSuccess &&
+            n >= 1)
+            return n;
+        cudaGetLastError();  // as device_attribute does: the next launch reports only its own error
+        return 1;
     });
 }
 
@@ -252,7 +252,7 @@ static SumPlan sum_plan(int64_t rows, int64_t cols, int device) {
         // a slice of whole unrolled steps, so every thread keeps 4 loads in flight to the end of its slice.
         constexpr int threads = 512;
         const int64_t step = int64_t(threads) * kUnroll * N;  // elements one step of a block reads
-        const int64_t wave = int64_t(sm_count(device)) * resident_blocks<T>(device, threads);
+        const int64_t wave = int64_t(sm_count(device)) * resident_blocks<T, threads>(device);
         const int64_t chunk = cdiv(cdiv(cols, wave), step) * step;
         return {false, threads, cdiv(cols, chunk), chunk};
     }
