@@ -6,6 +6,8 @@ whenever this file changes. The gradient is registered in C++, in add2.cpp: no P
 """
 import torch
 
+labkit = torch.ops.labkit  # this kit's operators: the loader defines them from SCHEMAS as it loads this file
+
 SCHEMAS = [
     "add2(Tensor a, Tensor b) -> Tensor",
     "add2_out(Tensor a, Tensor b, Tensor(a!) out) -> ()",
@@ -36,11 +38,11 @@ def add2(a, b, *, out=None, version="fast"):
     seed's multi-GPU bug); "set_device" calls cudaSetDevice in the launcher (the seed's fix)."""
     if version == "fast":
         if out is None:
-            return torch.ops.labkit.add2.default(a, b)
-        torch.ops.labkit.add2_out.default(a, b, out)
+            return labkit.add2.default(a, b)
+        labkit.add2_out.default(a, b, out)
         return out
     if version in VERSIONS:
         if out is not None:
             raise ValueError(f"add2: out= is not supported with version={version!r}")
-        return getattr(torch.ops.labkit, VERSIONS[version])(a, b)
+        return getattr(labkit, VERSIONS[version])(a, b)
     raise ValueError(f'add2: version must be "fast", {", ".join(map(repr, VERSIONS))}; got {version!r}')

@@ -7,6 +7,8 @@ this file changes. The gradients are registered in C++, in elu.cpp: no Python ru
 """
 import torch
 
+labkit = torch.ops.labkit  # this kit's operators: the loader defines them from SCHEMAS as it loads this file
+
 SCHEMAS = [
     # `float alpha`: the dispatcher itself refuses an alpha that is not a number, naming the argument
     "elu(Tensor x, float alpha=1.0) -> Tensor",
@@ -47,10 +49,10 @@ def elu(x, alpha=1.0, *, version="fast"):
     """ELU from our kernels: x where x > 0, alpha * (exp(x) - 1) elsewhere; differentiable. version="seed" and
     "seed_smem" run the seed tutorial's two kernels (CUDA, float32, alpha 1) for comparison."""
     if version == "fast":
-        return torch.ops.labkit.elu.default(x, alpha)
+        return labkit.elu.default(x, alpha)
     if version not in VERSIONS:
         raise ValueError(f"elu: version must be one of {', '.join(map(repr, VERSIONS))}, got {version!r}")
     if alpha != 1.0:
         raise ValueError(f"elu: version={version!r} is the seed's kernel, whose alpha is fixed at 1.0 "
                          f"(#define ALPHA), but alpha={alpha!r}")
-    return getattr(torch.ops.labkit, VERSIONS[version])(x)
+    return getattr(labkit, VERSIONS[version])(x)
