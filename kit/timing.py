@@ -352,6 +352,19 @@ def device_time(fn, *, device=None, flush_l2=True, backlog=True, warmup=None, re
     return summarize(times)
 
 
+def side_by_side(fns, *, device=None, rounds=5, budget=0.1, **device_time_args):
+    """device_time of each callable in `fns` (a dict name -> fn), taken in turn over `rounds` rounds of
+    budget / rounds seconds each, as per_call does on the host: a GPU shared for a while (another student's kernels
+    on a class server, another test) slows every one of them alike, and their ratios stay fair. Timed one after the
+    other instead, a burst of someone else's work lands on one of them only. Returns {name: Timing} of the
+    repetitions of all rounds. Other arguments as device_time's (reps= is per round)."""
+    times = {name: [] for name in fns}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            times[name] += device_time(fn, device=device, budget=budget / rounds, **device_time_args).times
+    return {name: summarize(ts) for name, ts in times.items()}
+
+
 def _event_reps(fn, dev, stream, flush, spin_seconds, n):
     """n repetitions of [flush] [spin] start-event fn() end-event, all queued on `stream`; then one wait.
     Returns the event times (s) and the host's time to queue each repetition (s)."""

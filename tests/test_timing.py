@@ -8,6 +8,7 @@ timer within 3% and by the right host timer within launch overhead, and the wron
 seed tutorial says they read.
 """
 import importlib.util
+import itertools
 import json
 import statistics
 import subprocess
@@ -255,6 +256,24 @@ def test_device_time_sizes_its_runs_from_the_budget(fake_cuda):
     assert 10 <= t.reps <= 30  # about budget / 1 ms, and never fewer than 10
     t = timing.device_time(lambda: time.sleep(1e-3), device=0, flush_l2=False, backlog=False, budget=1e-4)
     assert t.reps == 10
+
+
+def test_side_by_side_takes_the_callables_in_turn(fake_cuda):
+    """Each round times every callable once and the rounds' repetitions are pooled, so a slow spell of a shared GPU
+    (a class on one server) lands on all of them, not on whichever was being timed just then."""
+    order = []
+
+    def sleeper(name, seconds):
+        def fn():
+            order.append(name)
+            time.sleep(seconds)
+        return fn
+
+    t = timing.side_by_side({"a": sleeper("a", 1e-3), "b": sleeper("b", 3e-3)}, device=0, rounds=3,
+                            flush_l2=False, backlog=False, warmup=0, reps=4)
+    assert t["a"].reps == t["b"].reps == 3 * 4
+    assert [name for name, _ in itertools.groupby(order)] == ["a", "b"] * 3  # a's calls, then b's, three times
+    assert 1e-3 <= t["a"].median < t["b"].median
 
 
 # ----------------------------------------------------------------------------------------------

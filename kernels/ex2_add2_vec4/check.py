@@ -29,15 +29,16 @@ def grade(ops, kit_root):
     if not GPU:
         report.skip("bandwidth against a copy", "needs a CUDA GPU: none here")
         return report
-    from kit.timing import device_time
+    from kit.timing import side_by_side
 
-    def medians(n, **reps):  # seconds: our op, then a copy, on the same n floats
+    def medians(n, **timing_args):  # seconds: our op and a copy on the same n floats, timed in turn
         a, b, out = (torch.randn(n, device="cuda") for _ in range(3))
-        return device_time(lambda: op(a, b, out=out), **reps).median, device_time(lambda: out.copy_(a), **reps).median
+        t = side_by_side({"ours": lambda: op(a, b, out=out), "copy": lambda: out.copy_(a)}, **timing_args)
+        return t["ours"].median, t["copy"].median
 
     # A correct answer can still be hopelessly slow (a tail loop that runs from i to n makes the kernel quadratic:
     # minutes per call at 2^26). So first a few calls at 2^20, and 2^26 only if those are within reach of a copy.
-    ours, copy = medians(1 << 20, warmup=0, reps=3)
+    ours, copy = medians(1 << 20, rounds=1, warmup=0, reps=3)
     if ours > 20 * copy:
         report.add("bandwidth against a copy (n = 2^26)", False,
                    f"far too slow to measure at 2^26: at n = 2^20 one call takes {ours * 1e6:.0f} us, "
