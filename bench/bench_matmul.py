@@ -39,8 +39,8 @@ BARS = [{"op": "matmul", "pass": "square", "dtype": "float32", "min_n": 4096, "m
 
 def peaks(props):
     """{"float32": TFLOP/s, "bfloat16": TFLOP/s or None} from SMs x clock x flops per clock per SM."""
-    cc, sms, hz = (props.major, props.minor), props.multi_processor_count, props.clock_rate * 1e3
-    return {dtype: table[cc] * sms * hz / 1e12 if cc in table else None
+    cc, sms, hz = (props.major, props.minor), props.multi_processor_count, getattr(props, "clock_rate", 0) * 1e3
+    return {dtype: table[cc] * sms * hz / 1e12 if cc in table and hz else None
             for dtype, table in (("float32", FP32_PER_CLOCK), ("bfloat16", BF16_PER_CLOCK))}
 
 
@@ -83,8 +83,9 @@ def run(bench):
         props = torch.cuda.get_device_properties(dev)
         bench.extra["matmul"] = {
             "peak_tflops": peaks(props),
-            "peak_source": f"{props.multi_processor_count} SMs x {props.clock_rate / 1e6:.2f} GHz (boost clock) x "
-                           f"flops per clock per SM (float32 FMA lanes x 2; dense bfloat16 tensor cores)",
+            "peak_source": f"{props.multi_processor_count} SMs x {getattr(props, 'clock_rate', 0) / 1e6:.2f} GHz "
+                           "(boost clock; 0: this torch does not say) x flops per clock per SM (float32 FMA lanes x 2; "
+                           "dense bfloat16 tensor cores)",
             "resources": []}
         try:
             bench.extra["matmul"]["resources"] = resources(props)
