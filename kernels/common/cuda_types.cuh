@@ -40,13 +40,19 @@ inline int per_device(int device, Ask ask) {
     return known[device];
 }
 
-// A device attribute for per_device, or `fallback` where the query fails; a failed query's error is cleared, or
-// the launcher's cudaGetLastError() after its launch would report it as the launch's.
-inline int device_attribute(cudaDeviceAttr attr, int device, int fallback) {
-    int v = 0;
-    if (cudaDeviceGetAttribute(&v, attr, device) == cudaSuccess && v >= 1) return v;
+// What a query for per_device gave: v where it returned cudaSuccess and v >= 1, else `fallback`, with the failed
+// query's error cleared: else the launcher's cudaGetLastError() after its launch would report it as the launch's.
+inline int query_result(cudaError_t e, int v, int fallback) {
+    if (e == cudaSuccess && v >= 1) return v;
     cudaGetLastError();
     return fallback;
+}
+
+// A device attribute for per_device, or `fallback` where the query fails.
+inline int device_attribute(cudaDeviceAttr attr, int device, int fallback) {
+    int v = 0;
+    const cudaError_t e = cudaDeviceGetAttribute(&v, attr, device);
+    return query_result(e, v, fallback);
 }
 
 // Call f with a typed null pointer for `dtype`, so one launcher body covers every dtype.

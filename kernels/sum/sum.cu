@@ -234,11 +234,8 @@ template <typename T, int kThreads>
 static int resident_blocks(int device) {
     return per_device(device, [] {  // of the current device: the binding's guard made it `device`
         int n = 0;
-        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, sum_rows_kernel<T, true>, kThreads, 0) == cudaSuccess &&
-            n >= 1)
-            return n;
-        cudaGetLastError();  // as device_attribute does: the next launch reports only its own error
-        return 1;
+        const cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, sum_rows_kernel<T, true>, kThreads, 0);
+        return query_result(e, n, 1);
     });
 }
 
