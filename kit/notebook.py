@@ -68,6 +68,20 @@ def scratch_kit(*op_names):
     return loader.Ops(tmp / "kernels", build_dir=tmp / "build"), tmp / "kernels"
 
 
+def scratch_variant(op, transform, changes=True):
+    """scratch_kit(op) with kernels/<op>/<op>.cu rewritten as transform(its text): one variant of an op's kernels for
+    an experiment (scripts/experiment_*_variants.py), built by the first call of the returned ops. `changes`: the
+    transform must change the file (False for the unchanged base), else ValueError. Returns (ops, kernels_folder)."""
+    lab, kernels = scratch_kit(op)
+    cu = kernels / op / f"{op}.cu"
+    src = cu.read_text()
+    new = transform(src)
+    if changes and new == src:
+        raise ValueError(f"the variant of {cu.name} changed nothing")
+    cu.write_text(new)
+    return lab, kernels
+
+
 def edit(path, old, new):
     """Replace `old` by `new` in a file, as a student would in the editor (and make sure the mtime moves)."""
     p = Path(path)

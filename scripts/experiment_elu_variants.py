@@ -21,7 +21,7 @@ import torch.nn.functional as F
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from kit import timing  # noqa: E402
-from kit.notebook import scratch_kit  # noqa: E402
+from kit.notebook import scratch_variant  # noqa: E402
 
 VARIANTS = os.environ.get("VARIANTS", "base,fwd-2x256,fwd-4x128,bwd-1x256,bwd-2x128,bwd-4x128,streaming").split(",")
 SIZES = [1 << int(s) for s in os.environ.get("SIZES", "24,26,28").split(",")]
@@ -70,13 +70,9 @@ def main():
             cases.append((key, dt, n))
             del x, dy
     for name in VARIANTS:
-        lab, kernels = scratch_kit("elu")  # builds on its first call, after the edit below
-        cu = kernels / "elu" / "elu.cu"
-        src = variant_source(cu.read_text(), name)
-        assert name == "base" or src != cu.read_text(), f"variant {name} changed nothing"
-        cu.write_text(src)
+        lab, _ = scratch_variant("elu", lambda src: variant_source(src, name), changes=name != "base")
         t0 = time.time()
-        lab.elu(torch.ones(4, device=dev))
+        lab.elu(torch.ones(4, device=dev))  # builds the variant
         print(f"variant {name} built in {time.time() - t0:.1f}s", flush=True)
         fwd, bwd = torch.ops.labkit.elu.default, torch.ops.labkit.elu_backward.default
         out = {}

@@ -16,7 +16,7 @@ from conftest import HAS_CUDA, ROOT, run_python
 
 import loader
 from building.compile_errors import CompileError
-from kit.notebook import edit
+from kit.notebook import edit, scratch_variant
 from loader import Ops, ops
 
 
@@ -292,6 +292,19 @@ def test_kernel_files_compile_as_cpp17_unless_the_op_says_otherwise(kit_copy):
         f.write('\nCUDA_FLAGS = ["-std=c++20"]\n')
     lab.add2.refresh()
     assert [f for f in lab.add2.flags(cuda=True, nvcc=True) if f.startswith("-std=")] == ["-std=c++20"]
+
+
+def test_scratch_variant_rewrites_the_copy_and_refuses_a_variant_that_changes_nothing():
+    """The experiment scripts' variants: the copy's .cu is the transformed text, the kit's own is untouched."""
+    mine = (ROOT / "kernels/add2/add2.cu").read_text()
+    lab, kernels = scratch_variant("add2", lambda src: src + "\n// a variant\n")
+    assert (kernels / "add2/add2.cu").read_text() == mine + "\n// a variant\n"
+    assert (ROOT / "kernels/add2/add2.cu").read_text() == mine
+    assert lab._kernels == kernels.resolve()
+    with pytest.raises(ValueError, match="changed nothing"):
+        scratch_variant("add2", lambda src: src)
+    _, kernels = scratch_variant("add2", lambda src: src, changes=False)
+    assert (kernels / "add2/add2.cu").read_text() == mine
 
 
 def test_a_compile_error_shows_in_ipython_without_the_loaders_frames(capsys):
