@@ -16,6 +16,16 @@ SHAPES = [(1, 1, 1), (7, 7, 7), (1, 33, 7), (33, 1, 129), (7, 129, 33), (127, 33
           (257, 7, 33), (1000, 7, 33), (7, 1000, 129), (33, 7, 1000), (5, 6, 0), (0, 7, 33), (7, 0, 33), (0, 0, 0)]
 GPU_SHAPES = SHAPES + [(127, 129, 257), (257, 1000, 129), (1000, 1000, 1000), (129, 257, 1000), (1000, 33, 257)]
 F32_VERSIONS = ["naive", "coalesced", "smem", "reg1d", "reg2d", "vec"]
+HOPPER_VERSIONS = ["wgmma", "warpspec", "wide", "persistent"]
+# K and N multiples of 8 (TMA's rule): single rows and columns, every edge of the 128 x 128 and 128 x 256 tiles, K
+# shorter than one 64-deep slot and longer than the ring, and 153 tiles of 128 x 256 (more than an H200's 132 SMs,
+# so the persistent kernel's blocks take a second tile)
+HOPPER_SHAPES = [(1, 8, 8), (7, 64, 16), (129, 136, 72), (127, 264, 1000), (257, 520, 64), (1000, 1000, 1000),
+                 (300, 8, 4096), (2049, 2056, 72), (33, 2056, 520)]
+
+
+def on_hopper():
+    return torch.cuda.is_available() and torch.cuda.get_device_capability() == (9, 0)
 
 
 def assert_matmul_close(got, a, b):
@@ -198,10 +208,62 @@ def test_a_c_taller_than_one_grid(version):
 
 
 @pytest.mark.cuda
+@pytest.mark.skipif(not on_hopper(), reason="versions 8-11 need a Hopper GPU (compute capability 9.0)")
+@pytest.mark.parametrize("version", HOPPER_VERSIONS)
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("mnk", HOPPER_SHAPES, ids=str)
+def test_the_hopper_versions(version, dtype, mnk):
+    a, b = _ab(*mnk, dtype, "cuda")
+    assert_matmul_close(ops.matmul(a, b, version=version), a, b)
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not on_hopper(), reason="the Hopper versions need a Hopper GPU (compute capability 9.0)")
+def test_fast_runs_the_hopper_versions_where_they_fit():
+    """The default picks the persistent 128 x 256 kernel where its tiles fill the SMs, the 128 x 128 one where they
+    do not, and WMMA where TMA cannot read the inputs (K not a multiple of 8, or a start 2 bytes in)."""
+    big, small = _ab(4096, 4096, 4096, torch.bfloat16, "cuda"), _ab(1024, 1024, 1024, torch.float16, "cuda")
+    assert ops.matmul(*big, which=True) == "persistent"
+    assert ops.matmul(*small, which=True) == "warpspec"
+    odd_k = _ab(256, 256, 130, torch.bfloat16, "cuda")
+    assert ops.matmul(*odd_k, which=True) == "wmma"
+    flat = torch.randn(1 + 256 * 256, device="cuda").to(torch.bfloat16)
+    assert ops.matmul(flat[1:].view(256, 256), small[1][:256, :256], which=True) == "wmma"
+    assert ops.matmul(*_ab(64, 64, 64, torch.float32, "cuda"), which=True) == "vec"
+    assert ops.matmul(*_ab(64, 64, 64, torch.float32, "cpu"), which=True) == "cpu"
+    # what the default runs is what it says it runs: the same bits
+    for a, b in (big, small, odd_k):
+        version = ops.matmul(a, b, which=True)
+        assert torch.equal(ops.matmul(a, b), ops.matmul(a, b, version=version))
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not on_hopper(), reason="the Hopper versions need a Hopper GPU (compute capability 9.0)")
+def test_hopper_versions_refuse_what_tma_cannot_read():
+    with pytest.raises(ValueError, match="K and N multiples of 8"):
+        ops.matmul(*_ab(64, 64, 130, torch.bfloat16, "cuda"), version="wgmma")
+    with pytest.raises(TypeError, match="take float16 or bfloat16 only, but a is .*Float"):
+        ops.matmul(*_ab(64, 64, 64, torch.float32, "cuda"), version="persistent")
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_16_bit_gradients_run_on_the_fast_kernels(dtype):
+    """dL/da = dc b^T and dL/db = a^T dc in 16 bits, through the op itself (on a Hopper GPU, the wgmma kernels, on
+    transposed operands made contiguous), against float64."""
+    a, b = _ab(256, 512, 384, dtype, "cuda")
+    w = torch.randn(256, 512, device="cuda").to(dtype)
+    a.requires_grad_(True), b.requires_grad_(True)
+    (ops.matmul(a, b) * w).sum().backward()
+    assert_matmul_close(a.grad, w, b.detach().t())
+    assert_matmul_close(b.grad, a.detach().t(), w)
+
+
+@pytest.mark.cuda
 def test_versions_refuse_other_dtypes():
     with pytest.raises(TypeError, match="versions 1-6 take float32 only, but a is .*BFloat16"):
         ops.matmul(*_ab(3, 3, 3, torch.bfloat16, "cuda"), version="vec")
-    with pytest.raises(TypeError, match="takes float16 or bfloat16 only, but a is .*Float"):
+    with pytest.raises(TypeError, match="take float16 or bfloat16 only, but a is .*Float"):
         ops.matmul(*_ab(3, 3, 3, torch.float32, "cuda"), version="wmma")
 
 
@@ -244,3 +306,30 @@ def test_compute_sanitizer_finds_nothing(check):
     from loader import ops as built  # build in this process first: the child then only loads
     built.matmul(torch.ones(3, 3, device="cuda"), torch.ones(3, 3, device="cuda"))
     assert_sanitizer_clean(check, SANITIZE_CHILD, "matmul-child-done")
+
+
+# Small shapes over every edge, a K longer than the ring (so every slot is refilled), and more 128 x 256 tiles than
+# SMs (the persistent kernel's second pass over its barriers' phases)
+SANITIZE_HOPPER_CHILD = """
+import torch
+from loader import ops
+sms = torch.cuda.get_device_properties(0).multi_processor_count
+for m, n, k in ((1, 8, 8), (129, 136, 72), (65, 264, 640), (128 * 2 + 1, 256 * (sms // 2), 16)):
+    for dtype in (torch.float16, torch.bfloat16):
+        a, b = torch.randn(m, k, device="cuda").to(dtype), torch.randn(k, n, device="cuda").to(dtype)
+        for version in ("wgmma", "warpspec", "wide", "persistent"):
+            ops.matmul(a, b, version=version)
+torch.cuda.synchronize()
+print("matmul-hopper-child-done")
+"""
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not on_hopper(), reason="the Hopper versions need a Hopper GPU (compute capability 9.0)")
+@pytest.mark.skipif(debugging.tool("compute-sanitizer") is None, reason="no compute-sanitizer here")
+@pytest.mark.parametrize("check", ["memcheck", "racecheck", "synccheck"])
+def test_compute_sanitizer_finds_nothing_in_the_hopper_versions(check):
+    from loader import ops as built
+    built.matmul(torch.ones(8, 8, device="cuda", dtype=torch.bfloat16), torch.ones(8, 8, device="cuda",
+                                                                                   dtype=torch.bfloat16))
+    assert_sanitizer_clean(check, SANITIZE_HOPPER_CHILD, "matmul-hopper-child-done")

@@ -33,9 +33,15 @@ static at::Tensor matmul_version_cpu_impl(const at::Tensor& a, const at::Tensor&
                 a.device(), ". Use CUDA tensors, or the default version.");
 }
 
+static int64_t matmul_choice_cpu_impl(const at::Tensor& a, const at::Tensor& b) {
+    check_inputs("matmul", a, b);
+    return 0;  // the CPU kernel (matmul_cpu.cpp)
+}
+
 TORCH_LIBRARY_IMPL(labkit, CPU, m) {
     m.impl("matmul", &matmul_cpu_impl);
     m.impl("matmul_version", &matmul_version_cpu_impl);
+    m.impl("matmul_choice", &matmul_choice_cpu_impl);
 }
 
 // ----------------------------------------------------------------------------------------------
@@ -88,6 +94,10 @@ static at::Tensor matmul_cuda_run(DType dtype, const at::Tensor& a, const at::Te
     if (M == 0 || N == 0) return c;
     if (K == 0) return c.zero_();  // empty sums are 0; a grid of 0 blocks is invalid
     const at::Tensor ac = a.contiguous(), bc = b.contiguous();
+    TORCH_CHECK_VALUE(version < kMatmulWgmma || matmul_hopper_fits(ac.data_ptr(), bc.data_ptr(), N, K),
+                      "matmul(version=...): versions 8-11 read tiles with TMA, which needs K and N multiples of 8 and "
+                      "a and b starting at 16-byte-aligned addresses; got a ", a.sizes(), ", b ", b.sizes(),
+                      " (the default version takes any shape)");
     check_launch("matmul kernel", matmul_cuda(version, dtype, c.data_ptr(), ac.data_ptr(), bc.data_ptr(), M, N, K,
                                               a.get_device(), current_stream()));
     return c;
@@ -99,24 +109,42 @@ static at::Tensor matmul_cuda_impl(const at::Tensor& a, const at::Tensor& b) {
 
 static at::Tensor matmul_version_cuda_impl(const at::Tensor& a, const at::Tensor& b, int64_t version) {
     const char* op = "matmul(version=...)";
-    TORCH_CHECK_VALUE(version >= kMatmulNaive && version <= kMatmulWmma, "matmul_version: version must be 1 "
-                      "(naive), 2 (coalesced), 3 (smem), 4 (reg1d), 5 (reg2d), 6 (vec) or 7 (wmma); got ", version);
+    TORCH_CHECK_VALUE(version >= kMatmulNaive && version <= kMatmulPersistent, "matmul_version: version must be 1 "
+                      "(naive), 2 (coalesced), 3 (smem), 4 (reg1d), 5 (reg2d), 6 (vec), 7 (wmma), 8 (wgmma), "
+                      "9 (warpspec), 10 (wide) or 11 (persistent); got ", version);
     const DType dtype = check_inputs(op, a, b);
-    if (version == kMatmulWmma) {
-        TORCH_CHECK_TYPE(dtype == DType::f16 || dtype == DType::bf16, op, ": version \"wmma\" (tensor cores) "
-                         "takes float16 or bfloat16 only, but a is ", a.scalar_type());
-        TORCH_CHECK(matmul_wmma_supported(a.get_device()), op, ": version \"wmma\" needs a GPU of "
-                    "compute capability 8.0 (Ampere) or newer; ", a.device(), " is older");
+    const bool tensor_cores = version >= kMatmulWmma;
+    if (tensor_cores) {
+        TORCH_CHECK_TYPE(dtype == DType::f16 || dtype == DType::bf16, op, ": the tensor-core versions 7-11 take "
+                         "float16 or bfloat16 only, but a is ", a.scalar_type());
     } else {
         TORCH_CHECK_TYPE(dtype == DType::f32, op, ": the lesson's versions 1-6 take float32 only, but a is ",
-                         a.scalar_type(), " (\"wmma\" takes float16 and bfloat16; the default takes every dtype)");
+                         a.scalar_type(), " (7-11 take float16 and bfloat16; the default takes every dtype)");
+    }
+    if (version == kMatmulWmma) {
+        TORCH_CHECK(matmul_wmma_supported(a.get_device()), op, ": version \"wmma\" needs a GPU of "
+                    "compute capability 8.0 (Ampere) or newer; ", a.device(), " is older");
+    } else if (version >= kMatmulWgmma) {
+        const c10::cuda::CUDAGuard guard(a.device());
+        TORCH_CHECK(matmul_hopper_available(a.get_device()), op, ": versions 8-11 (wgmma, TMA) need a Hopper GPU "
+                    "(compute capability 9.0) and the op built for sm_90a (TORCH_CUDA_ARCH_LIST=9.0a, or unset on a "
+                    "machine with a Hopper GPU); ", a.device(), " cannot run them");
     }
     return matmul_cuda_run(dtype, a, b, int(version));
+}
+
+// The version matmul_cuda_impl would run for a and b (matmul.cu's matmul_fast_version).
+static int64_t matmul_choice_cuda_impl(const at::Tensor& a, const at::Tensor& b) {
+    const DType dtype = check_inputs("matmul", a, b);
+    const c10::cuda::CUDAGuard guard(a.device());
+    const at::Tensor ac = a.contiguous(), bc = b.contiguous();
+    return matmul_fast_version(dtype, ac.data_ptr(), bc.data_ptr(), a.size(0), b.size(1), a.size(1), a.get_device());
 }
 
 TORCH_LIBRARY_IMPL(labkit, CUDA, m) {
     m.impl("matmul", &matmul_cuda_impl);
     m.impl("matmul_version", &matmul_version_cuda_impl);
+    m.impl("matmul_choice", &matmul_choice_cuda_impl);
 }
 
 #endif  // LABKIT_WITH_CUDA

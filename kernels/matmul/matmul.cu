@@ -410,7 +410,7 @@ static cudaError_t matmul_f32(int version, float* c, const float* a, const float
             matmul_reg2d_kernel<<<dim3(cdiv(N, kBN), cdiv(M, kBM)), kR2Threads, 0, s>>>(c, a, b, M, N, K);
             return cudaGetLastError();
         }
-        default: {  // kMatmulVec, and kMatmulFast
+        default: {  // kMatmulVec
             const dim3 grid(cdiv(N, kBN), cdiv(M, kBM));
             const bool vec = K % 4 == 0 && N % 4 == 0 && aligned16(a) && aligned16(b) && aligned16(c);
             if (vec) matmul_vec_kernel<true><<<grid, kR2Threads, 0, s>>>(c, a, b, M, N, K);
@@ -428,16 +428,32 @@ static cudaError_t matmul_rows(int version, DType dtype, void* c, const void* a,
         case DType::f64:
             return launch_smem((double*)c, (const double*)a, (const double*)b, M, N, K, stream);
         case DType::f16:
-            if (!matmul_wmma_supported(device))  // before Ampere: the 16-bit types in version 3, in float
-                return launch_smem((__half*)c, (const __half*)a, (const __half*)b, M, N, K, stream);
-            return launch_wmma((__half*)c, (const __half*)a, (const __half*)b, M, N, K, stream);
         case DType::bf16:
-            if (!matmul_wmma_supported(device))
-                return launch_smem((__nv_bfloat16*)c, (const __nv_bfloat16*)a, (const __nv_bfloat16*)b, M, N, K,
-                                   stream);
-            return launch_wmma((__nv_bfloat16*)c, (const __nv_bfloat16*)a, (const __nv_bfloat16*)b, M, N, K, stream);
+            if (version >= kMatmulWgmma) return matmul_hopper(version, dtype, c, a, b, M, N, K, device, stream);
+            if (dtype == DType::f16) {
+                if (version == kMatmulWmma) return launch_wmma((__half*)c, (const __half*)a, (const __half*)b, M, N, K, stream);
+                return launch_smem((__half*)c, (const __half*)a, (const __half*)b, M, N, K, stream);
+            }
+            if (version == kMatmulWmma)
+                return launch_wmma((__nv_bfloat16*)c, (const __nv_bfloat16*)a, (const __nv_bfloat16*)b, M, N, K, stream);
+            return launch_smem((__nv_bfloat16*)c, (const __nv_bfloat16*)a, (const __nv_bfloat16*)b, M, N, K, stream);
     }
     return cudaErrorInvalidValue;
+}
+
+// What ops.matmul runs. float32: version 6; float64: 3. 16-bit: on a Hopper GPU built for sm_90a, with TMA-able
+// inputs, the persistent 128 x 256 kernel (11) where its tiles fill the SMs at least once, else the 128 x 128
+// warp-specialized one (9), whose tiles are twice as many; elsewhere WMMA (7), or 3 before Ampere.
+int matmul_fast_version(DType dtype, const void* a, const void* b, int64_t M, int64_t N, int64_t K, int device) {
+    if (dtype == DType::f32) return kMatmulVec;
+    if (dtype == DType::f64) return kMatmulSmem;
+    if (matmul_hopper_available(device) && matmul_hopper_fits(a, b, N, K)) {
+        const int sms = per_device(device, [device] {
+            return device_attribute(cudaDevAttrMultiProcessorCount, device, 1);
+        });
+        return cdiv(M, 128) * cdiv(N, 256) >= sms ? kMatmulPersistent : kMatmulWarpSpec;
+    }
+    return matmul_wmma_supported(device) ? kMatmulWmma : kMatmulSmem;
 }
 
 // gridDim.y, the row tiles, is at most 65535, so a C taller than that many tiles is computed in chunks of
@@ -449,6 +465,7 @@ constexpr int64_t kRowChunk = 128 * 16383;
 cudaError_t matmul_cuda(int version, DType dtype, void* c, const void* a, const void* b, int64_t M, int64_t N,
                         int64_t K, int device, cudaStream_t stream) {
     const int64_t size = dtype == DType::f64 ? 8 : dtype == DType::f32 ? 4 : 2;  // bytes per element
+    if (version == kMatmulFast) version = matmul_fast_version(dtype, a, b, M, N, K, device);
     for (int64_t r0 = 0; r0 < M; r0 += kRowChunk) {
         const int64_t rows = M - r0 < kRowChunk ? M - r0 : kRowChunk;
         const cudaError_t e = matmul_rows(version, dtype, static_cast<char*>(c) + r0 * N * size,

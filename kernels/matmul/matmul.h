@@ -25,10 +25,26 @@ enum MatmulVersion : int {
     kMatmulReg2d = 5,
     kMatmulVec = 6,
     kMatmulWmma = 7,
+    kMatmulWgmma = 8,       // matmul_hopper.cu: TMA + mbarrier + wgmma, 128 x 128, one warpgroup
+    kMatmulWarpSpec = 9,    // a producer and a consumer warpgroup over a ring of 5 slots
+    kMatmulWide = 10,       // 128 x 256 on two consumer warpgroups, setmaxnreg
+    kMatmulPersistent = 11, // 10, one block per SM looping over tiles in L2-friendly groups
 };
 
 // Whether `device` has the tensor cores version 7 needs (bfloat16 WMMA: compute capability 8.0, Ampere, or newer).
 bool matmul_wmma_supported(int device);
+
+// Whether `device` can run versions 8-11: a Hopper GPU (compute capability 9.0) with device code built for sm_90a,
+// and a driver with TMA's tensor maps.
+bool matmul_hopper_available(int device);
+// Whether a (M x K) and b (K x N) suit TMA: rows a multiple of 16 bytes apart (K, N multiples of 8) and 16-byte
+// aligned starts.
+bool matmul_hopper_fits(const void* a, const void* b, int64_t N, int64_t K);
+// C = A @ B with version 8-11 (matmul_hopper.cu), 16-bit dtypes only; the caller checks both functions above.
+cudaError_t matmul_hopper(int version, DType dtype, void* c, const void* a, const void* b, int64_t M, int64_t N,
+                          int64_t K, int device, cudaStream_t stream);
+// The version ops.matmul runs for these inputs (never kMatmulFast): the fastest the GPU, the build and the shapes allow.
+int matmul_fast_version(DType dtype, const void* a, const void* b, int64_t M, int64_t N, int64_t K, int device);
 
 // C = A @ B on the GPU with `version`, launched on `stream`, returning the launch's error (cudaSuccess if none).
 // M, N, K >= 1 (the binding handles empty shapes).

@@ -1,10 +1,13 @@
 """matmul: C = A @ B for 2-D a (M x K) and b (K x N). The op's Python face: its schemas, how PyTorch's compiler sees
-it, and the friendly call `ops.matmul`. The kernels are in matmul.cu (GPU, with the lesson's seven versions) and
-matmul_cpu.cpp (CPU); matmul.cpp binds them and holds the gradient, in C++.
+it, and the friendly call `ops.matmul`. The kernels are in matmul.cu (GPU: the lesson's seven versions),
+matmul_hopper.cu (GPU: four more on Hopper's tensor cores) and matmul_cpu.cpp (CPU); matmul.cpp binds them and holds
+the gradient, in C++.
 
 The loader runs `register` once per process (a schema can be defined only once), and re-reads `matmul` whenever
 this file changes.
 """
+import os
+
 import torch
 
 labkit = torch.ops.labkit  # this kit's operators: the loader defines them from SCHEMAS as it loads this file
@@ -12,11 +15,31 @@ labkit = torch.ops.labkit  # this kit's operators: the loader defines them from 
 SCHEMAS = [
     "matmul(Tensor a, Tensor b) -> Tensor",
     "matmul_version(Tensor a, Tensor b, int version) -> Tensor",
+    "matmul_choice(Tensor a, Tensor b) -> int",
 ]
 
 FLOAT_DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
 # the lesson's versions (matmul.cu), by name, simplest first; "fast" is the op itself
-VERSIONS = {"naive": 1, "coalesced": 2, "smem": 3, "reg1d": 4, "reg2d": 5, "vec": 6, "wmma": 7}
+VERSIONS = {"naive": 1, "coalesced": 2, "smem": 3, "reg1d": 4, "reg2d": 5, "vec": 6, "wmma": 7,
+            "wgmma": 8, "warpspec": 9, "wide": 10, "persistent": 11}
+_NAMES = {0: "cpu", **{number: name for name, number in VERSIONS.items()}}
+
+
+def _hopper_arch_flags():
+    """nvcc's targets where TORCH_CUDA_ARCH_LIST is unset. torch then builds for the GPUs present, a Hopper GPU as
+    plain sm_90, which has no wgmma or setmaxnreg (matmul_hopper.cu's versions 8-11 need sm_90a). So on a machine with
+    a Hopper GPU this op asks for each present GPU's own target, sm_90a for Hopper; every other op, and every machine
+    without one, keeps torch's choice. A TORCH_CUDA_ARCH_LIST that is set always wins (9.0a for the Hopper versions)."""
+    if os.environ.get("TORCH_CUDA_ARCH_LIST") or not torch.cuda.is_available():
+        return []
+    caps = sorted({torch.cuda.get_device_capability(i) for i in range(torch.cuda.device_count())})
+    if (9, 0) not in caps:
+        return []
+    targets = [f"{major}{minor}" + ("a" if (major, minor) == (9, 0) else "") for major, minor in caps]
+    return [f"-gencode=arch=compute_{t},code=sm_{t}" for t in targets]
+
+
+CUDA_FLAGS = _hopper_arch_flags()
 
 
 def register(lib):
@@ -46,10 +69,14 @@ def _check_float(name, t):
                                                   f"float16 or bfloat16), but got {t.dtype}")
 
 
-def matmul(a, b, *, version="fast"):
+def matmul(a, b, *, version="fast", which=False):
     """C = a @ b for matrices a (M x K) and b (K x N), from our kernels; differentiable. Accumulated in float32
     (float64 for float64), returned in the inputs' dtype. version="naive", "coalesced", "smem", "reg1d", "reg2d" or
-    "vec" (float32) or "wmma" (float16, bfloat16: tensor cores) runs one of the lesson's GPU kernels instead."""
+    "vec" (float32), "wmma" (float16, bfloat16: tensor cores) or, on a Hopper GPU, "wgmma", "warpspec", "wide" or
+    "persistent" (float16, bfloat16) runs one of the lesson's GPU kernels instead. which=True computes nothing and
+    returns the name of the version that version="fast" runs for a and b ("cpu" for CPU tensors)."""
+    if which:
+        return _NAMES[labkit.matmul_choice.default(a, b)]
     if version == "fast":
         return labkit.matmul.default(a, b)
     if version not in VERSIONS:

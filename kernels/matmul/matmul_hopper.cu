@@ -1,0 +1,500 @@
+// matmul_hopper.cu: C = A @ B in float16 and bfloat16 on Hopper's tensor cores (H100, H200: sm_90a), the
+// versions after matmul.cu's seven. Same problem: A (M x K), B (K x N), C (M x N), row-major, accumulated in float.
+//
+// Why version 7 stops at ~8% of cuBLAS on an H200. WMMA compiles to mma.sync, Ampere's instruction: each warp
+// multiplies 16 x 16 x 16 fragments that it first loads from shared memory into its own registers, and every
+// thread of the block also copies the tiles from DRAM to shared memory itself. On Hopper the tensor cores are fed
+// differently, and three pieces of hardware do the work the threads did:
+//   - TMA (the tensor memory accelerator): one thread hands it a tile's coordinates and a "tensor map" (the
+//     matrix's address, sizes and strides, made once on the host), and it copies the whole tile from DRAM to
+//     shared memory, zero-filling past the matrix's edges, with no registers and no address arithmetic per element.
+//   - mbarrier: a barrier object in shared memory that counts both arrivals and bytes; TMA adds the bytes it wrote,
+//     so a thread waiting on it knows the tile has landed. Its phase flips each time it completes (0, 1, 0, ...), so
+//     one barrier per slot of a ring serves every pass over the ring.
+//   - wgmma: a warpgroup (4 warps, 128 threads) issues one asynchronous multiply-add of a 64 x N x 16 block, N up
+//     to 256, with both operands read straight from shared memory (described by a 64-bit "matrix descriptor") and
+//     the 64 x N float accumulators spread over the 128 threads' registers. It runs while the threads go on; they
+//     wait for it only when they need its result (wgmma.commit_group / wait_group).
+// wgmma wants its operands in shared memory in one of a few layouts. With TMA's 128-byte swizzle, a tile is stored
+// as rows of 128 bytes (64 elements) whose 16-byte pieces are permuted by the row number (row r's piece p goes to
+// p ^ (r % 8)), so that 8 consecutive rows read at one column land in 8 different banks; wgmma undoes the
+// permutation itself. A is K-major (a row of A is contiguous in k); B, row-major K x N, is "MN-major" (a row of
+// B is contiguous in n), which wgmma reads transposed (its tnspB bit): B's tile is stored as 64-column strips, each
+// a BK x 64 block of 128-byte rows.
+//
+// Napkin math (H200, dense bf16 ~990 TFLOP/s on 132 SMs, ~4.8 TB/s): a 128 x 128 output tile and a 64-deep k step
+// load (128 + 128) x 64 x 2 = 32 KB and do 2 x 128 x 128 x 64 = 2.1 MFLOP, 64 flop per byte: above the ~206 flop/byte
+// where this GPU turns compute-bound only if L2 catches most reloads (every A tile is loaded by N / 128 blocks).
+// A 128 x 256 tile does 85 flop per byte loaded. Per SM, 7.5 TFLOP/s means one 64 x 256 x 16 wgmma (524 KFLOP) every
+// ~70 ns: the loads must be several steps ahead, which is what the ring of shared-memory slots is for.
+//
+// Versions, simplest first (ops.matmul(a, b, version=...) runs one; each checks against float64 in the tests):
+//   8. matmul_tma_wgmma_kernel     one warpgroup per block computes a 128 x 128 tile: thread 0 asks TMA for the
+//                                   tiles of A and B a few k steps ahead into a ring of 4 slots, everyone waits on
+//                                   the slot's mbarrier, then issues wgmma m64n128k16 for both 64-row halves and
+//                                   waits for it before the slot is refilled (a __syncthreads per step).
+//   9. matmul_wgmma_ws_kernel<128, 1, false>   warp specialization: a producer warpgroup only issues TMA copies, a
+//                                   consumer warpgroup only multiplies; a second mbarrier per slot ("empty") lets
+//                                   the consumer hand a slot back, so neither waits for a block-wide barrier and the
+//                                   producer runs as far ahead as the ring (5 slots) allows.
+//  10. matmul_wgmma_ws_kernel<256, 2, false>   a 128 x 256 tile on two consumer warpgroups, 64 x 256 each (one
+//                                   m64n256k16 per k16: 128 accumulators per thread): more flops per byte loaded and
+//                                   per instruction. setmaxnreg moves registers from the producer, which needs few,
+//                                   to the consumers (240 each), so the accumulators never spill.
+//  11. matmul_wgmma_ws_kernel<256, 2, true>    persistent: one block per SM loops over the output tiles, so the
+//                                   producer loads the next tile's first slots while the consumers store the last
+//                                   tile; tiles are taken in groups of 8 tile-rows, so blocks running at the same
+//                                   time share their A rows and B columns in L2.
+// Every version needs K and N multiples of 8 and A and B 16-byte aligned (TMA's rule for the rows' strides and the
+// start); the binding runs version 7 otherwise. Any M, N, K is correct: TMA reads zeros past the edges, and the
+// stores are guarded. A build without sm_90a (TORCH_CUDA_ARCH_LIST=9.0 rather than 9.0a) compiles these kernels
+// to a trap and matmul_hopper_available() says no.
+#include <cuda.h>  // CUtensorMap and its enums only: the encode function is reached through the runtime, so no -lcuda
+#include <cudaTypedefs.h>
+
+#include <type_traits>
+
+#include "cuda_types.cuh"
+#include "matmul.h"
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define LABKIT_SM90A 1  // this device pass has wgmma and setmaxnreg
+#endif
+
+// Whether the device code for this GPU has the Hopper kernels: a variable set per compiled architecture, read
+// once per device (matmul_hopper_available).
+__device__ int matmul_hopper_built =
+#ifdef LABKIT_SM90A
+    1;
+#else
+    0;
+#endif
+
+namespace {
+
+constexpr int kBK = 64;                                 // k per slot: 64 16-bit elements = one 128-byte swizzle row
+constexpr int kHM = 128;                                // rows of the output tile in every version
+constexpr int kStrip = 64;                              // columns of B per TMA box (128 bytes)
+constexpr int kTileBytesA = kHM * kBK * 2;              // 16 KB
+constexpr int kStripBytes = kBK * kStrip * 2;           // 8 KB: one 64-column strip of B's tile
+constexpr int kWarpgroup = 128;
+
+// ----------------------------------------------------------------------------------------------
+// The pieces, each one PTX instruction (or a loop around one).
+
+__device__ __forceinline__ uint32_t smem_addr(const void* p) { return uint32_t(__cvta_generic_to_shared(p)); }
+
+__device__ __forceinline__ void bar_init(uint64_t* bar, int count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(bar)), "r"(count));
+}
+
+// The producer's arrival, which also tells the barrier how many bytes TMA will write before the phase completes.
+__device__ __forceinline__ void bar_expect_bytes(uint64_t* bar, uint32_t bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes)
+                 : "memory");
+}
+
+__device__ __forceinline__ void bar_arrive(uint64_t* bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)) : "memory");
+}
+
+// Wait until the phase of parity `phase` has completed. A new barrier counts as having completed the phase
+// before its first (parity 1), so a producer's first pass over empty slots does not wait.
+__device__ __forceinline__ void bar_wait(uint64_t* bar, int phase) {
+    uint32_t done = 0;
+    do {
+        asm volatile(
+            "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}"
+            : "=r"(done)
+            : "r"(smem_addr(bar)), "r"(phase)
+            : "memory");
+    } while (!done);
+}
+
+// TMA: the box of the tensor map at (x, y) (x the contiguous dimension) into shared memory, counted on `bar`.
+__device__ __forceinline__ void tma_load(void* dst, const CUtensorMap* map, int x, int y, uint64_t* bar) {
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
+        ::"r"(smem_addr(dst)), "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(smem_addr(bar))
+        : "memory");
+}
+
+// A wgmma matrix descriptor for a 128-byte-swizzled tile in shared memory: the start address, the "leading" and
+// "stride" byte offsets (each >> 4), and the swizzle mode in bits 62-63 (1: 128 bytes). For K-major A the stride
+// offset is 1024 (8 rows of 128 bytes) and the leading offset unused; for MN-major B the leading offset steps from
+// one 64-column strip to the next and the stride offset over 8 rows of k.
+__device__ __forceinline__ uint64_t sw128_desc(const void* p, uint32_t leading, uint32_t stride) {
+    return uint64_t((smem_addr(p) & 0x3FFFF) >> 4) | uint64_t((leading & 0x3FFFF) >> 4) << 16 |
+           uint64_t((stride & 0x3FFFF) >> 4) << 32 | 1ull << 62;
+}
+
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int kPending>
+__device__ __forceinline__ void wgmma_wait() {
+    asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(kPending) : "memory");
+}
+
+// d (64 x kN floats over the warpgroup: kN / 2 per thread) += A (64 x 16, K-major) @ B (16 x kN, MN-major, so
+// tnspB = 1). scale-d 1 (accumulate), scales of A and B 1. One instruction per dtype and width.
+#define LABKIT_F8(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), \
+                     "+f"(d[i + 6]), "+f"(d[i + 7])
+#define LABKIT_F64 LABKIT_F8(0), LABKIT_F8(8), LABKIT_F8(16), LABKIT_F8(24), LABKIT_F8(32), LABKIT_F8(40), \
+                   LABKIT_F8(48), LABKIT_F8(56)
+#define LABKIT_F128 LABKIT_F64, LABKIT_F8(64), LABKIT_F8(72), LABKIT_F8(80), LABKIT_F8(88), LABKIT_F8(96), \
+                    LABKIT_F8(104), LABKIT_F8(112), LABKIT_F8(120)
+#define LABKIT_R64                                                                               \
+    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                    \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "           \
+    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "           \
+    "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"
+#define LABKIT_R128                                                                              \
+    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                    \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "           \
+    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "           \
+    "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "           \
+    "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "           \
+    "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "           \
+    "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, " \
+    "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}"
+
+template <typename T, int kN>
+__device__ __forceinline__ void wgmma(float* d, uint64_t a, uint64_t b);
+
+#ifdef LABKIT_SM90A
+template <>
+__device__ __forceinline__ void wgmma<__nv_bfloat16, 128>(float* d, uint64_t a, uint64_t b) {
+    asm volatile("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " LABKIT_R64 ", %64, %65, 1, 1, 1, 0, 1;"
+                 : LABKIT_F64
+                 : "l"(a), "l"(b));
+}
+template <>
+__device__ __forceinline__ void wgmma<__half, 128>(float* d, uint64_t a, uint64_t b) {
+    asm volatile("wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 " LABKIT_R64 ", %64, %65, 1, 1, 1, 0, 1;"
+                 : LABKIT_F64
+                 : "l"(a), "l"(b));
+}
+template <>
+__device__ __forceinline__ void wgmma<__nv_bfloat16, 256>(float* d, uint64_t a, uint64_t b) {
+    asm volatile("wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 " LABKIT_R128 ", %128, %129, 1, 1, 1, 0, 1;"
+                 : LABKIT_F128
+                 : "l"(a), "l"(b));
+}
+template <>
+__device__ __forceinline__ void wgmma<__half, 256>(float* d, uint64_t a, uint64_t b) {
+    asm volatile("wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 " LABKIT_R128 ", %128, %129, 1, 1, 1, 0, 1;"
+                 : LABKIT_F128
+                 : "l"(a), "l"(b));
+}
+#endif
+
+// One slot's worth of multiply-adds for one warpgroup: its 64 rows of the A tile (a_rows, 128-byte rows) times the
+// kN columns of the B tile (b_tile, kN / 64 strips of kBK rows), kBK / 16 wgmmas, each k16 step 32 bytes further
+// along A's rows and 16 rows (2048 bytes) further down B's strips.
+template <typename T, int kN>
+__device__ __forceinline__ void multiply_slot(float* d, const T* a_rows, const T* b_tile) {
+#pragma unroll
+    for (int k = 0; k < kBK / 16; k++) {
+        wgmma<T, kN>(d, sw128_desc(a_rows + k * 16, 16, 1024), sw128_desc(b_tile + k * 16 * kStrip, kStripBytes, 1024));
+    }
+}
+
+// The accumulators of one warpgroup's 64 x kN block into C at (row0, col0), rounded to T, guarded at the edges.
+// wgmma's layout: warp w of the warpgroup holds rows 16w .. 16w + 15; lane l holds rows l / 4 and l / 4 + 8 of
+// those, and in each 8-column group columns 2 (l % 4) and 2 (l % 4) + 1: d[4j .. 4j + 3] are (row, c), (row, c + 1),
+// (row + 8, c), (row + 8, c + 1) for c = 8j + 2 (l % 4). Two neighbouring columns go out as one 4-byte store
+// (N is even here: a multiple of 8).
+template <typename T, int kN>
+__device__ __forceinline__ void store_block(T* c, const float* d, int64_t row0, int64_t col0, int64_t M, int64_t N) {
+    using T2 = std::conditional_t<std::is_same_v<T, __half>, __half2, __nv_bfloat162>;
+    const int t = threadIdx.x % kWarpgroup, lane = t % 32;
+    const int64_t r = row0 + (t / 32) * 16 + lane / 4;
+#pragma unroll
+    for (int j = 0; j < kN / 8; j++) {
+        const int64_t col = col0 + 8 * j + 2 * (lane % 4);
+        if (col >= N) break;
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const int64_t row = r + 8 * h;
+            if (row < M) {
+                T2 v;
+                if constexpr (std::is_same_v<T, __half>) v = __floats2half2_rn(d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
+                else v = __floats2bfloat162_rn(d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
+                *reinterpret_cast<T2*>(c + row * N + col) = v;
+            }
+        }
+    }
+}
+
+// Dynamic shared memory, rounded up to the 1024 bytes that the 128-byte swizzle's pattern repeats over (the
+// launchers ask for 1 KB more than they use).
+__device__ __forceinline__ uint8_t* aligned_smem(uint8_t* raw) {
+    return raw + ((1024 - smem_addr(raw) % 1024) % 1024);
+}
+
+// ----------------------------------------------------------------------------------------------
+// 8. One warpgroup does everything. Per block: a 128 x 128 tile of C, a ring of kStages8 slots of (A 128 x 64,
+// B 64 x 128) = 32 KB each. Thread 0 keeps the ring kStages8 - 1 steps ahead; after each step every thread has
+// waited for its wgmmas (wait_group 0) and the block meets at __syncthreads, so the slot read in this step is free
+// for the copy issued at the start of the next one.
+
+constexpr int kStages8 = 4;
+constexpr int kSmem8 = kStages8 * (kTileBytesA + 2 * kStripBytes) + 1024;
+
+template <typename T>
+__global__ void __launch_bounds__(kWarpgroup) matmul_tma_wgmma_kernel(const __grid_constant__ CUtensorMap map_a,
+                                                                      const __grid_constant__ CUtensorMap map_b,
+                                                                      T* c, int64_t M, int64_t N, int64_t K) {
+#ifndef LABKIT_SM90A
+    __trap();  // built without sm_90a: the launcher never runs this (matmul_hopper_available)
+#else
+    extern __shared__ uint8_t raw_smem[];
+    uint8_t* smem = aligned_smem(raw_smem);
+    T* sA = reinterpret_cast<T*>(smem);                                   // kStages8 x (128 x 64)
+    T* sB = reinterpret_cast<T*>(smem + kStages8 * kTileBytesA);          // kStages8 x (2 strips of 64 x 64)
+    __shared__ __align__(8) uint64_t full[kStages8];
+    const int t = threadIdx.x;
+    const int row0 = blockIdx.y * kHM, col0 = blockIdx.x * 128;
+    const int steps = int((K + kBK - 1) / kBK);
+    if (t == 0) {
+        for (int s = 0; s < kStages8; s++) bar_init(&full[s], 1);
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");  // visible to TMA's completions
+    }
+    __syncthreads();
+    auto issue = [&](int step) {  // thread 0: the tiles of k step `step` into its slot
+        const int s = step % kStages8;
+        bar_expect_bytes(&full[s], kTileBytesA + 2 * kStripBytes);
+        tma_load(sA + s * kHM * kBK, &map_a, step * kBK, row0, &full[s]);
+        for (int j = 0; j < 2; j++)
+            tma_load(sB + (s * 2 + j) * kBK * kStrip, &map_b, col0 + j * kStrip, step * kBK, &full[s]);
+    };
+    if (t == 0)
+        for (int step = 0; step < kStages8 - 1 && step < steps; step++) issue(step);
+    float d[2][64] = {};  // rows 0-63 and 64-127 of the tile, 64 x 128 floats each over the warpgroup
+    for (int step = 0; step < steps; step++) {
+        if (t == 0 && step + kStages8 - 1 < steps) issue(step + kStages8 - 1);
+        const int s = step % kStages8;
+        bar_wait(&full[s], (step / kStages8) % 2);
+        wgmma_fence();
+        for (int h = 0; h < 2; h++)
+            multiply_slot<T, 128>(d[h], sA + s * kHM * kBK + h * 64 * kBK, sB + s * 2 * kBK * kStrip);
+        wgmma_commit();
+        wgmma_wait<0>();
+        __syncthreads();  // every thread is done with slot s before thread 0 refills it
+    }
+    for (int h = 0; h < 2; h++) store_block<T, 128>(c, d[h], row0 + h * 64, col0, M, N);
+#endif
+}
+
+// ----------------------------------------------------------------------------------------------
+// 9-11. Warp specialization: warpgroup 0 is the producer (one thread issues every TMA copy), warpgroups 1 ..
+// kConsumers multiply. Per slot two barriers: full (the producer's arrival and TMA's bytes: the tiles are in) and
+// empty (one arrival per consumer warpgroup: every consumer has finished reading it). The producer waits on
+// empty before refilling a slot, a consumer on full before reading it; nobody waits on a block-wide barrier.
+// Step i of the block uses slot i % kStages in pass i / kStages, and waits for the phase of that parity.
+// The output tile is 128 x kN; consumer warpgroup g computes rows (g - 1) * 128 / kConsumers onward, as
+// 128 / kConsumers / 64 wgmmas of 64 x kN per k16.
+
+template <int kN, int kConsumers>
+struct WsShape {
+    static constexpr int kStages = kN == 128 ? 5 : 4;  // 32 or 48 KB per slot: 160 or 192 KB of the 227 KB
+    static constexpr int kSlotBytes = kTileBytesA + (kN / kStrip) * kStripBytes;
+    static constexpr int kSmem = kStages * kSlotBytes + 1024;
+    static constexpr int kThreads = (kConsumers + 1) * kWarpgroup;
+    static constexpr int kHalves = kHM / kConsumers / 64;  // 64-row blocks per consumer warpgroup
+};
+
+// Output tile `tile` of a tiles_m x tiles_n grid, taken in groups of kGroup tile-rows: along a group's columns,
+// each column's tile-rows in turn, so the blocks running together cover a few tile-rows and tile-columns (their A
+// and B tiles stay in L2) instead of one long row of C.
+constexpr int kGroup = 8;
+__device__ __forceinline__ void tile_at(int tile, int tiles_m, int tiles_n, int& tm, int& tn) {
+    const int per_group = kGroup * tiles_n, first = (tile / per_group) * kGroup;
+    const int rows = min(kGroup, tiles_m - first), in_group = tile % per_group;
+    tm = first + in_group % rows;
+    tn = in_group / rows;
+}
+
+template <typename T, int kN, int kConsumers, bool kPersistent>
+__global__ void __launch_bounds__(WsShape<kN, kConsumers>::kThreads, 1)
+    matmul_wgmma_ws_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b, T* c,
+                           int64_t M, int64_t N, int64_t K) {
+#ifndef LABKIT_SM90A
+    __trap();
+#else
+    using S = WsShape<kN, kConsumers>;
+    extern __shared__ uint8_t raw_smem[];
+    uint8_t* smem = aligned_smem(raw_smem);
+    __shared__ __align__(8) uint64_t full[S::kStages], empty[S::kStages];
+    const int t = threadIdx.x, group = t / kWarpgroup;
+    const int tiles_m = int((M + kHM - 1) / kHM), tiles_n = int((N + kN - 1) / kN), tiles = tiles_m * tiles_n;
+    const int steps = int((K + kBK - 1) / kBK);
+    if (t == 0) {
+        for (int s = 0; s < S::kStages; s++) {
+            bar_init(&full[s], 1);
+            bar_init(&empty[s], kConsumers);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+    auto slot_a = [&](int s) { return reinterpret_cast<T*>(smem + s * S::kSlotBytes); };
+    auto slot_b = [&](int s) { return reinterpret_cast<T*>(smem + s * S::kSlotBytes + kTileBytesA); };
+    // The tiles this block computes: one (non-persistent: its own blockIdx), or every gridDim.x-th.
+    const int first_tile = kPersistent ? int(blockIdx.x) : int(blockIdx.y) * tiles_n + int(blockIdx.x);
+    const int tile_step = kPersistent ? int(gridDim.x) : tiles;
+
+    if (group == 0) {  // the producer
+        if constexpr (kConsumers == 2) asm volatile("setmaxnreg.dec.sync.aligned.u32 24;");
+        if (t == 0) {
+            int i = 0;  // this block's step count over all its tiles: the ring's position
+            for (int tile = first_tile; tile < tiles; tile += tile_step) {
+                int tm, tn;
+                if constexpr (kPersistent) tile_at(tile, tiles_m, tiles_n, tm, tn);
+                else tm = blockIdx.y, tn = blockIdx.x;
+                for (int step = 0; step < steps; step++, i++) {
+                    const int s = i % S::kStages;
+                    bar_wait(&empty[s], (i / S::kStages + 1) % 2);  // the consumers' release of its last pass
+                    bar_expect_bytes(&full[s], S::kSlotBytes);
+                    tma_load(slot_a(s), &map_a, step * kBK, tm * kHM, &full[s]);
+                    for (int j = 0; j < kN / kStrip; j++)
+                        tma_load(slot_b(s) + j * kBK * kStrip, &map_b, tn * kN + j * kStrip, step * kBK, &full[s]);
+                }
+            }
+        }
+    } else {  // a consumer
+        if constexpr (kConsumers == 2) asm volatile("setmaxnreg.inc.sync.aligned.u32 240;");
+        const int row_in_tile = (group - 1) * (kHM / kConsumers);
+        int i = 0;
+        for (int tile = first_tile; tile < tiles; tile += tile_step) {
+            int tm, tn;
+            if constexpr (kPersistent) tile_at(tile, tiles_m, tiles_n, tm, tn);
+            else tm = blockIdx.y, tn = blockIdx.x;
+            float d[S::kHalves][kN / 2];
+#pragma unroll
+            for (int h = 0; h < S::kHalves; h++)
+#pragma unroll
+                for (int v = 0; v < kN / 2; v++) d[h][v] = 0.0f;
+            for (int step = 0; step < steps; step++, i++) {
+                const int s = i % S::kStages;
+                bar_wait(&full[s], (i / S::kStages) % 2);
+                wgmma_fence();
+#pragma unroll
+                for (int h = 0; h < S::kHalves; h++)
+                    multiply_slot<T, kN>(d[h], slot_a(s) + (row_in_tile + h * 64) * kBK, slot_b(s));
+                wgmma_commit();
+                wgmma_wait<0>();
+                if (t % kWarpgroup == 0) bar_arrive(&empty[s]);  // the slot back to the producer
+            }
+#pragma unroll
+            for (int h = 0; h < S::kHalves; h++)
+                store_block<T, kN>(c, d[h], int64_t(tm) * kHM + row_in_tile + h * 64, int64_t(tn) * kN, M, N);
+        }
+    }
+#endif
+}
+
+// ----------------------------------------------------------------------------------------------
+// Host side: tensor maps and launchers.
+
+// cuTensorMapEncodeTiled is a driver function (libcuda); the runtime hands out its address, so the op need not
+// link libcuda itself. Asked once per process; null where the driver has none.
+PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
+    static const PFN_cuTensorMapEncodeTiled_v12000 encode = [] {
+        void* fn = nullptr;
+        cudaDriverEntryPointQueryResult found{};
+        const cudaError_t e = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault,
+                                                               &found);
+        if (e != cudaSuccess || found != cudaDriverEntryPointSuccess) {
+            cudaGetLastError();
+            return PFN_cuTensorMapEncodeTiled_v12000(nullptr);
+        }
+        return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
+    }();
+    return encode;
+}
+
+// A row-major rows x cols matrix of 16-bit T, read in boxes of box_rows x 64 (128 bytes, the swizzle's row), with
+// zeros past its edges.
+template <typename T>
+bool make_map(CUtensorMap* map, const T* p, int64_t rows, int64_t cols, int box_rows) {
+    const auto encode = tensor_map_encoder();
+    if (!encode) return false;
+    const cuuint64_t dims[2] = {cuuint64_t(cols), cuuint64_t(rows)};
+    const cuuint64_t strides[1] = {cuuint64_t(cols) * sizeof(T)};  // bytes from one row to the next
+    const cuuint32_t box[2] = {kStrip, cuuint32_t(box_rows)};
+    const cuuint32_t elem_strides[2] = {1, 1};
+    const CUtensorMapDataType type =
+        std::is_same_v<T, __half> ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+    return encode(map, type, 2, const_cast<T*>(p), dims, strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                  CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                  CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
+// A kernel's dynamic shared memory past the default 48 KB needs asking for, once per kernel and device.
+template <typename Kernel>
+cudaError_t allow_smem(Kernel kernel, int bytes, int device) {
+    const int ok = per_device(device, [=] {
+        return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes) == cudaSuccess ? 1 : 2;
+    });
+    return ok == 1 ? cudaSuccess : cudaErrorInvalidValue;
+}
+
+int sm_count(int device) {
+    return per_device(device, [device] { return device_attribute(cudaDevAttrMultiProcessorCount, device, 1); });
+}
+
+template <typename T>
+cudaError_t launch_hopper(int version, T* c, const T* a, const T* b, int64_t M, int64_t N, int64_t K, int device,
+                          cudaStream_t stream) {
+    CUtensorMap map_a, map_b;
+    const int tile_n = version == kMatmulWgmma || version == kMatmulWarpSpec ? 128 : 256;
+    if (!make_map(&map_a, a, M, K, kHM) || !make_map(&map_b, b, K, N, kBK)) return cudaErrorInvalidValue;
+    const dim3 grid(unsigned(cdiv(N, tile_n)), unsigned(cdiv(M, kHM)));
+    auto run = [&](auto kernel, int threads, int smem, dim3 blocks) {
+        const cudaError_t e = allow_smem(kernel, smem, device);
+        if (e != cudaSuccess) return e;
+        kernel<<<blocks, threads, smem, stream>>>(map_a, map_b, c, M, N, K);
+        return cudaGetLastError();
+    };
+    switch (version) {
+        case kMatmulWgmma: return run(matmul_tma_wgmma_kernel<T>, kWarpgroup, kSmem8, grid);
+        case kMatmulWarpSpec: {
+            using S = WsShape<128, 1>;
+            return run(matmul_wgmma_ws_kernel<T, 128, 1, false>, S::kThreads, S::kSmem, grid);
+        }
+        case kMatmulWide: {
+            using S = WsShape<256, 2>;
+            return run(matmul_wgmma_ws_kernel<T, 256, 2, false>, S::kThreads, S::kSmem, grid);
+        }
+        default: {  // kMatmulPersistent: one block per SM, or fewer where there are fewer tiles
+            using S = WsShape<256, 2>;
+            const int64_t tiles = int64_t(grid.x) * grid.y;
+            const dim3 blocks(unsigned(tiles < sm_count(device) ? tiles : sm_count(device)));
+            return run(matmul_wgmma_ws_kernel<T, 256, 2, true>, S::kThreads, S::kSmem, blocks);
+        }
+    }
+}
+
+}  // namespace
+
+bool matmul_hopper_available(int device) {
+    return per_device(device, [device] {
+               if (device_attribute(cudaDevAttrComputeCapabilityMajor, device, 0) != 9 || !tensor_map_encoder())
+                   return 2;
+               int built = 0;
+               const cudaError_t e = cudaMemcpyFromSymbol(&built, matmul_hopper_built, sizeof(int));
+               return query_result(e, built, 0) == 1 ? 1 : 2;
+           }) == 1;
+}
+
+bool matmul_hopper_fits(const void* a, const void* b, int64_t N, int64_t K) {
+    return N % 8 == 0 && K % 8 == 0 && aligned16(a) && aligned16(b);
+}
+
+cudaError_t matmul_hopper(int version, DType dtype, void* c, const void* a, const void* b, int64_t M, int64_t N,
+                          int64_t K, int device, cudaStream_t stream) {
+    if (dtype == DType::f16)
+        return launch_hopper(version, (__half*)c, (const __half*)a, (const __half*)b, M, N, K, device, stream);
+    return launch_hopper(version, (__nv_bfloat16*)c, (const __nv_bfloat16*)a, (const __nv_bfloat16*)b, M, N, K, device,
+                         stream);
+}
