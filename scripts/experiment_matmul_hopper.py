@@ -1,4 +1,4 @@
-"""The Hopper matmul versions (matmul_hopper.cu: 8 wgmma, 9 warpspec, 10 wide, 11 persistent) on one GPU, in one
+"""The Hopper matmul versions (matmul_hopper.cu: 8 wgmma, 9 warpspec, 10 wide, 11 persistent, 12 tall) on one GPU, in one
 process: each checked against torch.matmul of float64 copies on awkward shapes, then timed beside torch.matmul
 (cuBLAS) side by side (kit.timing.side_by_side: CUDA events, L2 flushed, rounds taken in turn) at the shapes the
 bars name, and one call as a competition harness times it (events around one call on an idle GPU).
@@ -19,11 +19,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from kit import results, timing  # noqa: E402
 from loader import ops  # noqa: E402
 
-HOPPER = ["wgmma", "warpspec", "wide", "persistent"]
+HOPPER = ["wgmma", "warpspec", "wide", "persistent", "tall"]
 CHECK_SHAPES = [(1, 8, 8), (7, 64, 16), (129, 136, 72), (127, 264, 1000), (257, 520, 64), (1000, 1000, 1000),
-                (300, 8, 4096), (2049, 2056, 72), (4096, 4096, 4096)]
+                (300, 8, 4096), (2049, 2056, 72), (4096, 4096, 4096), (33, 257, 130), (4095, 4097, 4093)]
 TIME_SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (4096, 5120, 4096), (512, 8192, 512), (1024, 1024, 1024),
-               (16384, 1024, 1024), (4096, 4104, 4096)]
+               (16384, 1024, 1024), (4096, 4104, 4096), (4095, 4097, 4093)]
 
 
 def max_rel_error(got, a, b):

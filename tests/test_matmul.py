@@ -16,12 +16,12 @@ SHAPES = [(1, 1, 1), (7, 7, 7), (1, 33, 7), (33, 1, 129), (7, 129, 33), (127, 33
           (257, 7, 33), (1000, 7, 33), (7, 1000, 129), (33, 7, 1000), (5, 6, 0), (0, 7, 33), (7, 0, 33), (0, 0, 0)]
 GPU_SHAPES = SHAPES + [(127, 129, 257), (257, 1000, 129), (1000, 1000, 1000), (129, 257, 1000), (1000, 33, 257)]
 F32_VERSIONS = ["naive", "coalesced", "smem", "reg1d", "reg2d", "vec"]
-HOPPER_VERSIONS = ["wgmma", "warpspec", "wide", "persistent"]
-# K and N multiples of 8 (TMA's rule): single rows and columns, every edge of the 128 x 128 and 128 x 256 tiles, K
-# shorter than one 64-deep slot and longer than the ring, and 153 tiles of 128 x 256 (more than an H200's 132 SMs,
-# so the persistent kernel's blocks take a second tile)
+HOPPER_VERSIONS = ["wgmma", "warpspec", "wide", "persistent", "tall"]
+# Single rows and columns, every edge of the 128 x 128, 128 x 256 and 256 x 128 tiles, K shorter than one 64-deep
+# slot and longer than the ring, 153 tiles of 128 x 256 (more than an H200's 132 SMs, so the persistent kernels'
+# blocks take a second tile), and K or N no multiple of 8 (TMA cannot read such rows: the binding pads a copy)
 HOPPER_SHAPES = [(1, 8, 8), (7, 64, 16), (129, 136, 72), (127, 264, 1000), (257, 520, 64), (1000, 1000, 1000),
-                 (300, 8, 4096), (2049, 2056, 72), (33, 2056, 520)]
+                 (300, 8, 4096), (2049, 2056, 72), (33, 2056, 520), (1, 1, 1), (33, 257, 130), (129, 131, 1000)]
 
 
 def on_hopper():
@@ -220,28 +220,46 @@ def test_the_hopper_versions(version, dtype, mnk):
 @pytest.mark.cuda
 @pytest.mark.skipif(not on_hopper(), reason="the Hopper versions need a Hopper GPU (compute capability 9.0)")
 def test_fast_runs_the_hopper_versions_where_they_fit():
-    """The default picks the persistent 128 x 256 kernel where its tiles fill the SMs, the 128 x 128 one where they
-    do not, and WMMA where TMA cannot read the inputs (K not a multiple of 8, or a start 2 bytes in)."""
+    """The default picks the kernel whose tiles fill the SMs best: 128 x 128 ones where 128 x 256 ones would leave
+    most SMs idle, one wave of 128 x 256, the persistent 128 x 256 one for several waves, 256 x 128 where that fills
+    the last wave better (4096 x 4104 on 132 SMs); inputs TMA cannot read are padded, not sent elsewhere."""
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
     big, small = _ab(4096, 4096, 4096, torch.bfloat16, "cuda"), _ab(1024, 1024, 1024, torch.float16, "cuda")
     assert ops.matmul(*big, which=True) == "persistent"
     assert ops.matmul(*small, which=True) == "warpspec"
+    skinny = _ab(512, 8192, 512, torch.bfloat16, "cuda")
+    assert ops.matmul(*skinny, which=True) == ("wide" if sms >= 128 else "persistent")
+    if sms == 132:
+        assert ops.matmul(*_ab(4096, 4104, 64, torch.bfloat16, "cuda"), which=True) == "tall"
     odd_k = _ab(256, 256, 130, torch.bfloat16, "cuda")
-    assert ops.matmul(*odd_k, which=True) == "wmma"
-    flat = torch.randn(1 + 256 * 256, device="cuda").to(torch.bfloat16)
-    assert ops.matmul(flat[1:].view(256, 256), small[1][:256, :256], which=True) == "wmma"
+    assert ops.matmul(*odd_k, which=True) == "warpspec"
+    flat = torch.randn(1 + 256 * 256, device="cuda").to(torch.float16)
+    unaligned = (flat[1:].view(256, 256), small[1][:256, :256])
+    assert ops.matmul(*unaligned, which=True) == "warpspec"
     assert ops.matmul(*_ab(64, 64, 64, torch.float32, "cuda"), which=True) == "vec"
     assert ops.matmul(*_ab(64, 64, 64, torch.float32, "cpu"), which=True) == "cpu"
-    # what the default runs is what it says it runs: the same bits
-    for a, b in (big, small, odd_k):
-        version = ops.matmul(a, b, which=True)
-        assert torch.equal(ops.matmul(a, b), ops.matmul(a, b, version=version))
+    for a, b in (big, small, skinny, odd_k, unaligned):  # what the default runs is what it says: the same bits
+        assert_matmul_close(ops.matmul(a, b), a, b)
+        assert torch.equal(ops.matmul(a, b), ops.matmul(a, b, version=ops.matmul(a, b, which=True)))
 
 
 @pytest.mark.cuda
 @pytest.mark.skipif(not on_hopper(), reason="the Hopper versions need a Hopper GPU (compute capability 9.0)")
-def test_hopper_versions_refuse_what_tma_cannot_read():
-    with pytest.raises(ValueError, match="K and N multiples of 8"):
-        ops.matmul(*_ab(64, 64, 130, torch.bfloat16, "cuda"), version="wgmma")
+@pytest.mark.parametrize("version", HOPPER_VERSIONS)
+def test_hopper_versions_on_views_and_unaligned_starts(version):
+    """Transposed and sliced views, and contiguous tensors that start 2 bytes into their storage: TMA cannot read
+    those rows, so the binding copies them into padded ones."""
+    base_a, base_b = _ab(300, 264, 130, torch.bfloat16, "cuda")
+    flat_a, flat_b = base_a.view(-1), base_b.view(-1)
+    for a, b in [(base_a[1:, 1:129], base_b[1:129, 3:]), (base_b.t()[:, :129], base_a.t()[:129]),
+                 (flat_a[1:1 + 64 * 128].view(64, 128), flat_b[:128 * 264].view(128, 264)),
+                 (flat_a[:64 * 128].view(64, 128), flat_b[1:1 + 128 * 264].view(128, 264))]:
+        assert_matmul_close(ops.matmul(a, b, version=version), a, b)
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not on_hopper(), reason="the Hopper versions need a Hopper GPU (compute capability 9.0)")
+def test_hopper_versions_refuse_float32():
     with pytest.raises(TypeError, match="take float16 or bfloat16 only, but a is .*Float"):
         ops.matmul(*_ab(64, 64, 64, torch.float32, "cuda"), version="persistent")
 
@@ -314,10 +332,10 @@ SANITIZE_HOPPER_CHILD = """
 import torch
 from loader import ops
 sms = torch.cuda.get_device_properties(0).multi_processor_count
-for m, n, k in ((1, 8, 8), (129, 136, 72), (65, 264, 640), (128 * 2 + 1, 256 * (sms // 2), 16)):
+for m, n, k in ((1, 8, 8), (129, 136, 72), (65, 264, 640), (33, 131, 130), (256 * 2 + 1, 256 * (sms // 2), 16)):
     for dtype in (torch.float16, torch.bfloat16):
         a, b = torch.randn(m, k, device="cuda").to(dtype), torch.randn(k, n, device="cuda").to(dtype)
-        for version in ("wgmma", "warpspec", "wide", "persistent"):
+        for version in ("wgmma", "warpspec", "wide", "persistent", "tall"):
             ops.matmul(a, b, version=version)
 torch.cuda.synchronize()
 print("matmul-hopper-child-done")

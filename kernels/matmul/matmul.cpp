@@ -87,19 +87,29 @@ TORCH_LIBRARY_IMPL(labkit, Autograd, m) {
 // CUDA: the guard makes a's GPU current; launches go to its current stream.
 #ifdef LABKIT_WITH_CUDA
 
+// A copy of m whose rows are a multiple of 8 elements (16 bytes) apart, for TMA: its first `cols` columns are m's,
+// the rest never read (a tensor map's edge is the true width; it reads zeros past it).
+static at::Tensor rows_padded_to_8(const at::Tensor& m) {
+    const int64_t cols = m.size(1);
+    at::Tensor padded = at::empty({m.size(0), (cols + 7) / 8 * 8}, m.options());
+    padded.narrow(1, 0, cols).copy_(m);
+    return padded;
+}
+
 static at::Tensor matmul_cuda_run(DType dtype, const at::Tensor& a, const at::Tensor& b, int version) {
     const c10::cuda::CUDAGuard guard(a.device());
     const int64_t M = a.size(0), K = a.size(1), N = b.size(1);
     at::Tensor c = at::empty({M, N}, a.options());
     if (M == 0 || N == 0) return c;
     if (K == 0) return c.zero_();  // empty sums are 0; a grid of 0 blocks is invalid
-    const at::Tensor ac = a.contiguous(), bc = b.contiguous();
-    TORCH_CHECK_VALUE(version < kMatmulWgmma || matmul_hopper_fits(ac.data_ptr(), bc.data_ptr(), N, K),
-                      "matmul(version=...): versions 8-11 read tiles with TMA, which needs K and N multiples of 8 and "
-                      "a and b starting at 16-byte-aligned addresses; got a ", a.sizes(), ", b ", b.sizes(),
-                      " (the default version takes any shape)");
+    if (version == kMatmulFast) version = matmul_fast_version(dtype, M, N, K, a.get_device());
+    at::Tensor ac = a.contiguous(), bc = b.contiguous();
+    if (version >= kMatmulWgmma) {  // TMA reads rows 16 bytes apart from 16-byte-aligned starts: copy what is not
+        if (!matmul_tma_readable(ac.data_ptr(), K)) ac = rows_padded_to_8(ac);
+        if (!matmul_tma_readable(bc.data_ptr(), N)) bc = rows_padded_to_8(bc);
+    }
     check_launch("matmul kernel", matmul_cuda(version, dtype, c.data_ptr(), ac.data_ptr(), bc.data_ptr(), M, N, K,
-                                              a.get_device(), current_stream()));
+                                              ac.size(1), bc.size(1), a.get_device(), current_stream()));
     return c;
 }
 
@@ -109,24 +119,24 @@ static at::Tensor matmul_cuda_impl(const at::Tensor& a, const at::Tensor& b) {
 
 static at::Tensor matmul_version_cuda_impl(const at::Tensor& a, const at::Tensor& b, int64_t version) {
     const char* op = "matmul(version=...)";
-    TORCH_CHECK_VALUE(version >= kMatmulNaive && version <= kMatmulPersistent, "matmul_version: version must be 1 "
+    TORCH_CHECK_VALUE(version >= kMatmulNaive && version <= kMatmulTall, "matmul_version: version must be 1 "
                       "(naive), 2 (coalesced), 3 (smem), 4 (reg1d), 5 (reg2d), 6 (vec), 7 (wmma), 8 (wgmma), "
-                      "9 (warpspec), 10 (wide) or 11 (persistent); got ", version);
+                      "9 (warpspec), 10 (wide), 11 (persistent) or 12 (tall); got ", version);
     const DType dtype = check_inputs(op, a, b);
     const bool tensor_cores = version >= kMatmulWmma;
     if (tensor_cores) {
-        TORCH_CHECK_TYPE(dtype == DType::f16 || dtype == DType::bf16, op, ": the tensor-core versions 7-11 take "
+        TORCH_CHECK_TYPE(dtype == DType::f16 || dtype == DType::bf16, op, ": the tensor-core versions 7-12 take "
                          "float16 or bfloat16 only, but a is ", a.scalar_type());
     } else {
         TORCH_CHECK_TYPE(dtype == DType::f32, op, ": the lesson's versions 1-6 take float32 only, but a is ",
-                         a.scalar_type(), " (7-11 take float16 and bfloat16; the default takes every dtype)");
+                         a.scalar_type(), " (7-12 take float16 and bfloat16; the default takes every dtype)");
     }
     if (version == kMatmulWmma) {
         TORCH_CHECK(matmul_wmma_supported(a.get_device()), op, ": version \"wmma\" needs a GPU of "
                     "compute capability 8.0 (Ampere) or newer; ", a.device(), " is older");
     } else if (version >= kMatmulWgmma) {
         const c10::cuda::CUDAGuard guard(a.device());
-        TORCH_CHECK(matmul_hopper_available(a.get_device()), op, ": versions 8-11 (wgmma, TMA) need a Hopper GPU "
+        TORCH_CHECK(matmul_hopper_available(a.get_device()), op, ": versions 8-12 (wgmma, TMA) need a Hopper GPU "
                     "(compute capability 9.0) and the op built for sm_90a (TORCH_CUDA_ARCH_LIST=9.0a, or unset on a "
                     "machine with a Hopper GPU); ", a.device(), " cannot run them");
     }
@@ -137,8 +147,7 @@ static at::Tensor matmul_version_cuda_impl(const at::Tensor& a, const at::Tensor
 static int64_t matmul_choice_cuda_impl(const at::Tensor& a, const at::Tensor& b) {
     const DType dtype = check_inputs("matmul", a, b);
     const c10::cuda::CUDAGuard guard(a.device());
-    const at::Tensor ac = a.contiguous(), bc = b.contiguous();
-    return matmul_fast_version(dtype, ac.data_ptr(), bc.data_ptr(), a.size(0), b.size(1), a.size(1), a.get_device());
+    return matmul_fast_version(dtype, a.size(0), b.size(1), a.size(1), a.get_device());
 }
 
 TORCH_LIBRARY_IMPL(labkit, CUDA, m) {

@@ -421,7 +421,7 @@ static cudaError_t matmul_f32(int version, float* c, const float* a, const float
 }
 
 static cudaError_t matmul_rows(int version, DType dtype, void* c, const void* a, const void* b, int64_t M, int64_t N,
-                               int64_t K, int device, cudaStream_t stream) {
+                               int64_t K, int64_t lda, int64_t ldb, int device, cudaStream_t stream) {
     switch (dtype) {
         case DType::f32:
             return matmul_f32(version, (float*)c, (const float*)a, (const float*)b, M, N, K, stream);
@@ -429,7 +429,7 @@ static cudaError_t matmul_rows(int version, DType dtype, void* c, const void* a,
             return launch_smem((double*)c, (const double*)a, (const double*)b, M, N, K, stream);
         case DType::f16:
         case DType::bf16:
-            if (version >= kMatmulWgmma) return matmul_hopper(version, dtype, c, a, b, M, N, K, device, stream);
+            if (version >= kMatmulWgmma) return matmul_hopper(version, dtype, c, a, b, M, N, K, lda, ldb, device, stream);
             if (dtype == DType::f16) {
                 if (version == kMatmulWmma) return launch_wmma((__half*)c, (const __half*)a, (const __half*)b, M, N, K, stream);
                 return launch_smem((__half*)c, (const __half*)a, (const __half*)b, M, N, K, stream);
@@ -441,18 +441,14 @@ static cudaError_t matmul_rows(int version, DType dtype, void* c, const void* a,
     return cudaErrorInvalidValue;
 }
 
-// What ops.matmul runs. float32: version 6; float64: 3. 16-bit: on a Hopper GPU built for sm_90a, with TMA-able
-// inputs, the persistent 128 x 256 kernel (11) where its tiles fill the SMs at least once, else the 128 x 128
-// warp-specialized one (9), whose tiles are twice as many; elsewhere WMMA (7), or 3 before Ampere.
-int matmul_fast_version(DType dtype, const void* a, const void* b, int64_t M, int64_t N, int64_t K, int device) {
+// What ops.matmul runs. float32: version 6; float64: 3. 16-bit: on a Hopper GPU built for sm_90a, the
+// warp-specialized wgmma kernel whose tiles fill the SMs best (matmul_hopper_choice); elsewhere WMMA (7), or 3
+// before Ampere.
+int matmul_fast_version(DType dtype, int64_t M, int64_t N, int64_t K, int device) {
+    (void)K;
     if (dtype == DType::f32) return kMatmulVec;
     if (dtype == DType::f64) return kMatmulSmem;
-    if (matmul_hopper_available(device) && matmul_hopper_fits(a, b, N, K)) {
-        const int sms = per_device(device, [device] {
-            return device_attribute(cudaDevAttrMultiProcessorCount, device, 1);
-        });
-        return cdiv(M, 128) * cdiv(N, 256) >= sms ? kMatmulPersistent : kMatmulWarpSpec;
-    }
+    if (matmul_hopper_available(device)) return matmul_hopper_choice(M, N, device);
     return matmul_wmma_supported(device) ? kMatmulWmma : kMatmulSmem;
 }
 
@@ -463,13 +459,14 @@ int matmul_fast_version(DType dtype, const void* a, const void* b, int64_t M, in
 constexpr int64_t kRowChunk = 128 * 16383;
 
 cudaError_t matmul_cuda(int version, DType dtype, void* c, const void* a, const void* b, int64_t M, int64_t N,
-                        int64_t K, int device, cudaStream_t stream) {
+                        int64_t K, int64_t lda, int64_t ldb, int device, cudaStream_t stream) {
     const int64_t size = dtype == DType::f64 ? 8 : dtype == DType::f32 ? 4 : 2;  // bytes per element
-    if (version == kMatmulFast) version = matmul_fast_version(dtype, a, b, M, N, K, device);
+    if (version == kMatmulFast) version = matmul_fast_version(dtype, M, N, K, device);
     for (int64_t r0 = 0; r0 < M; r0 += kRowChunk) {
         const int64_t rows = M - r0 < kRowChunk ? M - r0 : kRowChunk;
         const cudaError_t e = matmul_rows(version, dtype, static_cast<char*>(c) + r0 * N * size,
-                                          static_cast<const char*>(a) + r0 * K * size, b, rows, N, K, device, stream);
+                                          static_cast<const char*>(a) + r0 * lda * size, b, rows, N, K, lda, ldb,
+                                          device, stream);
         if (e != cudaSuccess) return e;
     }
     return cudaSuccess;

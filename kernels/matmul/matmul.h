@@ -29,6 +29,7 @@ enum MatmulVersion : int {
     kMatmulWarpSpec = 9,    // a producer and a consumer warpgroup over a ring of 5 slots
     kMatmulWide = 10,       // 128 x 256 on two consumer warpgroups, setmaxnreg
     kMatmulPersistent = 11, // 10, one block per SM looping over tiles in L2-friendly groups
+    kMatmulTall = 12,       // 11 with 256 x 128 tiles, for shapes whose last wave of 128 x 256 ones is nearly empty
 };
 
 // Whether `device` has the tensor cores version 7 needs (bfloat16 WMMA: compute capability 8.0, Ampere, or newer).
@@ -37,17 +38,23 @@ bool matmul_wmma_supported(int device);
 // Whether `device` can run versions 8-11: a Hopper GPU (compute capability 9.0) with device code built for sm_90a,
 // and a driver with TMA's tensor maps.
 bool matmul_hopper_available(int device);
-// Whether a (M x K) and b (K x N) suit TMA: rows a multiple of 16 bytes apart (K, N multiples of 8) and 16-byte
-// aligned starts.
-bool matmul_hopper_fits(const void* a, const void* b, int64_t N, int64_t K);
-// C = A @ B with version 8-11 (matmul_hopper.cu), 16-bit dtypes only; the caller checks both functions above.
+// Whether TMA can read a 16-bit matrix at p whose rows are `row_stride` elements apart: rows a multiple of 16 bytes
+// apart, and a 16-byte-aligned start. The binding copies an input that it cannot read into one it can (rows padded
+// to 8 elements).
+bool matmul_tma_readable(const void* p, int64_t row_stride);
+// Which of versions 9-12 suits an M x N output on `device`: the one whose tiles fill its SMs best.
+int matmul_hopper_choice(int64_t M, int64_t N, int device);
+// C = A @ B with version 8-12 (matmul_hopper.cu), 16-bit dtypes only, A's rows lda elements apart and B's ldb
+// (matmul_tma_readable holds for both); the caller checks matmul_hopper_available.
 cudaError_t matmul_hopper(int version, DType dtype, void* c, const void* a, const void* b, int64_t M, int64_t N,
-                          int64_t K, int device, cudaStream_t stream);
-// The version ops.matmul runs for these inputs (never kMatmulFast): the fastest the GPU, the build and the shapes allow.
-int matmul_fast_version(DType dtype, const void* a, const void* b, int64_t M, int64_t N, int64_t K, int device);
+                          int64_t K, int64_t lda, int64_t ldb, int device, cudaStream_t stream);
+// The version ops.matmul runs for an M x K by K x N product of `dtype` on `device` (never kMatmulFast): the fastest
+// that the GPU and the build allow.
+int matmul_fast_version(DType dtype, int64_t M, int64_t N, int64_t K, int device);
 
 // C = A @ B on the GPU with `version`, launched on `stream`, returning the launch's error (cudaSuccess if none).
-// M, N, K >= 1 (the binding handles empty shapes).
+// M, N, K >= 1 (the binding handles empty shapes). A's rows are lda elements apart and B's ldb: K and N, except for
+// versions 8-12, whose inputs the binding may have padded.
 cudaError_t matmul_cuda(int version, DType dtype, void* c, const void* a, const void* b, int64_t M, int64_t N,
-                        int64_t K, int device, cudaStream_t stream);
+                        int64_t K, int64_t lda, int64_t ldb, int device, cudaStream_t stream);
 #endif

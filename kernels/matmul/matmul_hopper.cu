@@ -33,22 +33,27 @@
 //                                   tiles of A and B a few k steps ahead into a ring of 4 slots, everyone waits on
 //                                   the slot's mbarrier, then issues wgmma m64n128k16 for both 64-row halves and
 //                                   waits for it before the slot is refilled (a __syncthreads per step).
-//   9. matmul_wgmma_ws_kernel<128, 1, false>   warp specialization: a producer warpgroup only issues TMA copies, a
-//                                   consumer warpgroup only multiplies; a second mbarrier per slot ("empty") lets
-//                                   the consumer hand a slot back, so neither waits for a block-wide barrier and the
-//                                   producer runs as far ahead as the ring (5 slots) allows.
-//  10. matmul_wgmma_ws_kernel<256, 2, false>   a 128 x 256 tile on two consumer warpgroups, 64 x 256 each (one
+//   9. matmul_wgmma_ws_kernel<128, 128, 1, false>   warp specialization: a producer warpgroup only issues TMA
+//                                   copies, a consumer warpgroup only multiplies; a second mbarrier per slot ("empty")
+//                                   lets the consumer hand a slot back, so neither waits for a block-wide barrier and
+//                                   the producer runs as far ahead as the ring (5 slots) allows. The consumer keeps
+//                                   one step's wgmmas in flight while it issues the next.
+//  10. matmul_wgmma_ws_kernel<128, 256, 2, false>   a 128 x 256 tile on two consumer warpgroups, 64 x 256 each (one
 //                                   m64n256k16 per k16: 128 accumulators per thread): more flops per byte loaded and
 //                                   per instruction. setmaxnreg moves registers from the producer, which needs few,
 //                                   to the consumers (240 each), so the accumulators never spill.
-//  11. matmul_wgmma_ws_kernel<256, 2, true>    persistent: one block per SM loops over the output tiles, so the
+//  11. matmul_wgmma_ws_kernel<128, 256, 2, true>    persistent: one block per SM loops over the output tiles, so the
 //                                   producer loads the next tile's first slots while the consumers store the last
-//                                   tile; tiles are taken in groups of 8 tile-rows, so blocks running at the same
+//                                   tile; tiles are taken in groups of 16 tile-rows, so blocks running at the same
 //                                   time share their A rows and B columns in L2.
-// Every version needs K and N multiples of 8 and A and B 16-byte aligned (TMA's rule for the rows' strides and the
-// start); the binding runs version 7 otherwise. Any M, N, K is correct: TMA reads zeros past the edges, and the
-// stores are guarded. A build without sm_90a (TORCH_CUDA_ARCH_LIST=9.0 rather than 9.0a) compiles these kernels
-// to a trap and matmul_hopper_available() says no.
+//  12. matmul_wgmma_ws_kernel<256, 128, 2, true>    11 with 256 x 128 tiles, for the shapes whose last wave of
+//                                   128 x 256 tiles would leave most SMs idle (4096 x 4104: 544 such tiles are 4.1
+//                                   waves of 132; 528 of 256 x 128 are exactly 4).
+// ops.matmul picks among 9-12 by how well their tiles fill the SMs (matmul_hopper_choice, at the end).
+// TMA reads rows that are a multiple of 16 bytes apart from a 16-byte-aligned start; the binding copies an input that
+// is not so (K or N not a multiple of 8, or a view starting mid-row) into one whose rows are padded. Any M, N, K is
+// correct: TMA reads zeros past the edges, and the stores are guarded. A build without sm_90a
+// (TORCH_CUDA_ARCH_LIST=9.0 rather than 9.0a) compiles these kernels to a trap and matmul_hopper_available() says no.
 #include <cuda.h>  // CUtensorMap and its enums only: the encode function is reached through the runtime, so no -lcuda
 #include <cudaTypedefs.h>
 
@@ -73,9 +78,9 @@ __device__ int matmul_hopper_built =
 namespace {
 
 constexpr int kBK = 64;                                 // k per slot: 64 16-bit elements = one 128-byte swizzle row
-constexpr int kHM = 128;                                // rows of the output tile in every version
+constexpr int kHM = 128;                                // rows of version 8's output tile
 constexpr int kStrip = 64;                              // columns of B per TMA box (128 bytes)
-constexpr int kTileBytesA = kHM * kBK * 2;              // 16 KB
+constexpr int kTileBytesA = kHM * kBK * 2;              // 16 KB: version 8's A tile
 constexpr int kStripBytes = kBK * kStrip * 2;           // 8 KB: one 64-column strip of B's tile
 constexpr int kWarpgroup = 128;
 
@@ -287,27 +292,30 @@ __global__ void __launch_bounds__(kWarpgroup) matmul_tma_wgmma_kernel(const __gr
 }
 
 // ----------------------------------------------------------------------------------------------
-// 9-11. Warp specialization: warpgroup 0 is the producer (one thread issues every TMA copy), warpgroups 1 ..
+// 9-12. Warp specialization: warpgroup 0 is the producer (one thread issues every TMA copy), warpgroups 1 ..
 // kConsumers multiply. Per slot two barriers: full (the producer's arrival and TMA's bytes: the tiles are in) and
 // empty (one arrival per consumer warpgroup: every consumer has finished reading it). The producer waits on
 // empty before refilling a slot, a consumer on full before reading it; nobody waits on a block-wide barrier.
 // Step i of the block uses slot i % kStages in pass i / kStages, and waits for the phase of that parity.
-// The output tile is 128 x kN; consumer warpgroup g computes rows (g - 1) * 128 / kConsumers onward, as
-// 128 / kConsumers / 64 wgmmas of 64 x kN per k16.
+// The output tile is kM x kN; consumer warpgroup g computes rows (g - 1) * kM / kConsumers onward, as
+// kM / kConsumers / 64 wgmmas of 64 x kN per k16. A consumer keeps one step's wgmmas in flight while it issues
+// the next (wait_group 1), and hands back the slot of the step before, whose wgmmas are then done.
 
-template <int kN, int kConsumers>
+template <int kM, int kN, int kConsumers>
 struct WsShape {
-    static constexpr int kStages = kN == 128 ? 5 : 4;  // 32 or 48 KB per slot: 160 or 192 KB of the 227 KB
-    static constexpr int kSlotBytes = kTileBytesA + (kN / kStrip) * kStripBytes;
+    static constexpr int kSlotBytes = (kM / kStrip + kN / kStrip) * kStripBytes;  // 32 KB or 48 KB
+    static constexpr int kStages = kSlotBytes == 32768 ? 5 : 4;  // 160 or 192 KB of the 227 KB a block may have
+    static constexpr int kTileBytesA = kM * kBK * 2;
     static constexpr int kSmem = kStages * kSlotBytes + 1024;
     static constexpr int kThreads = (kConsumers + 1) * kWarpgroup;
-    static constexpr int kHalves = kHM / kConsumers / 64;  // 64-row blocks per consumer warpgroup
+    static constexpr int kHalves = kM / kConsumers / 64;  // 64-row blocks per consumer warpgroup
 };
 
 // Output tile `tile` of a tiles_m x tiles_n grid, taken in groups of kGroup tile-rows: along a group's columns,
 // each column's tile-rows in turn, so the blocks running together cover a few tile-rows and tile-columns (their A
-// and B tiles stay in L2) instead of one long row of C.
-constexpr int kGroup = 8;
+// and B tiles stay in L2) instead of one long row of C. 132 blocks of 128 x 256 tiles load the fewest distinct rows
+// of A and columns of B when they span twice as many tile-rows as tile-columns: 16 x 8.
+constexpr int kGroup = 16;
 __device__ __forceinline__ void tile_at(int tile, int tiles_m, int tiles_n, int& tm, int& tn) {
     const int per_group = kGroup * tiles_n, first = (tile / per_group) * kGroup;
     const int rows = min(kGroup, tiles_m - first), in_group = tile % per_group;
@@ -315,19 +323,19 @@ __device__ __forceinline__ void tile_at(int tile, int tiles_m, int tiles_n, int&
     tn = in_group / rows;
 }
 
-template <typename T, int kN, int kConsumers, bool kPersistent>
-__global__ void __launch_bounds__(WsShape<kN, kConsumers>::kThreads, 1)
+template <typename T, int kM, int kN, int kConsumers, bool kPersistent>
+__global__ void __launch_bounds__(WsShape<kM, kN, kConsumers>::kThreads, 1)
     matmul_wgmma_ws_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b, T* c,
                            int64_t M, int64_t N, int64_t K) {
 #ifndef LABKIT_SM90A
     __trap();
 #else
-    using S = WsShape<kN, kConsumers>;
+    using S = WsShape<kM, kN, kConsumers>;
     extern __shared__ uint8_t raw_smem[];
     uint8_t* smem = aligned_smem(raw_smem);
     __shared__ __align__(8) uint64_t full[S::kStages], empty[S::kStages];
     const int t = threadIdx.x, group = t / kWarpgroup;
-    const int tiles_m = int((M + kHM - 1) / kHM), tiles_n = int((N + kN - 1) / kN), tiles = tiles_m * tiles_n;
+    const int tiles_m = int((M + kM - 1) / kM), tiles_n = int((N + kN - 1) / kN), tiles = tiles_m * tiles_n;
     const int steps = int((K + kBK - 1) / kBK);
     if (t == 0) {
         for (int s = 0; s < S::kStages; s++) {
@@ -338,7 +346,7 @@ __global__ void __launch_bounds__(WsShape<kN, kConsumers>::kThreads, 1)
     }
     __syncthreads();
     auto slot_a = [&](int s) { return reinterpret_cast<T*>(smem + s * S::kSlotBytes); };
-    auto slot_b = [&](int s) { return reinterpret_cast<T*>(smem + s * S::kSlotBytes + kTileBytesA); };
+    auto slot_b = [&](int s) { return reinterpret_cast<T*>(smem + s * S::kSlotBytes + S::kTileBytesA); };
     // The tiles this block computes: one (non-persistent: its own blockIdx), or every gridDim.x-th.
     const int first_tile = kPersistent ? int(blockIdx.x) : int(blockIdx.y) * tiles_n + int(blockIdx.x);
     const int tile_step = kPersistent ? int(gridDim.x) : tiles;
@@ -355,7 +363,7 @@ __global__ void __launch_bounds__(WsShape<kN, kConsumers>::kThreads, 1)
                     const int s = i % S::kStages;
                     bar_wait(&empty[s], (i / S::kStages + 1) % 2);  // the consumers' release of its last pass
                     bar_expect_bytes(&full[s], S::kSlotBytes);
-                    tma_load(slot_a(s), &map_a, step * kBK, tm * kHM, &full[s]);
+                    tma_load(slot_a(s), &map_a, step * kBK, tm * kM, &full[s]);
                     for (int j = 0; j < kN / kStrip; j++)
                         tma_load(slot_b(s) + j * kBK * kStrip, &map_b, tn * kN + j * kStrip, step * kBK, &full[s]);
                 }
@@ -363,7 +371,8 @@ __global__ void __launch_bounds__(WsShape<kN, kConsumers>::kThreads, 1)
         }
     } else {  // a consumer
         if constexpr (kConsumers == 2) asm volatile("setmaxnreg.inc.sync.aligned.u32 240;");
-        const int row_in_tile = (group - 1) * (kHM / kConsumers);
+        const int row_in_tile = (group - 1) * (kM / kConsumers);
+        const bool releases = t % kWarpgroup == 0;  // one arrival per warpgroup on the empty barriers
         int i = 0;
         for (int tile = first_tile; tile < tiles; tile += tile_step) {
             int tm, tn;
@@ -382,12 +391,14 @@ __global__ void __launch_bounds__(WsShape<kN, kConsumers>::kThreads, 1)
                 for (int h = 0; h < S::kHalves; h++)
                     multiply_slot<T, kN>(d[h], slot_a(s) + (row_in_tile + h * 64) * kBK, slot_b(s));
                 wgmma_commit();
-                wgmma_wait<0>();
-                if (t % kWarpgroup == 0) bar_arrive(&empty[s]);  // the slot back to the producer
+                wgmma_wait<1>();  // the step before's wgmmas are done: its slot goes back
+                if (releases && step > 0) bar_arrive(&empty[(i - 1) % S::kStages]);
             }
+            wgmma_wait<0>();
+            if (releases) bar_arrive(&empty[(i - 1) % S::kStages]);
 #pragma unroll
             for (int h = 0; h < S::kHalves; h++)
-                store_block<T, kN>(c, d[h], int64_t(tm) * kHM + row_in_tile + h * 64, int64_t(tn) * kN, M, N);
+                store_block<T, kN>(c, d[h], int64_t(tm) * kM + row_in_tile + h * 64, int64_t(tn) * kN, M, N);
         }
     }
 #endif
@@ -413,14 +424,14 @@ PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
     return encode;
 }
 
-// A row-major rows x cols matrix of 16-bit T, read in boxes of box_rows x 64 (128 bytes, the swizzle's row), with
-// zeros past its edges.
+// A row-major rows x cols matrix of 16-bit T whose rows are `stride` elements apart (a multiple of 8: 16 bytes),
+// read in boxes of box_rows x 64 (128 bytes, the swizzle's row), with zeros past its edges.
 template <typename T>
-bool make_map(CUtensorMap* map, const T* p, int64_t rows, int64_t cols, int box_rows) {
+bool make_map(CUtensorMap* map, const T* p, int64_t rows, int64_t cols, int64_t stride, int box_rows) {
     const auto encode = tensor_map_encoder();
     if (!encode) return false;
     const cuuint64_t dims[2] = {cuuint64_t(cols), cuuint64_t(rows)};
-    const cuuint64_t strides[1] = {cuuint64_t(cols) * sizeof(T)};  // bytes from one row to the next
+    const cuuint64_t strides[1] = {cuuint64_t(stride) * sizeof(T)};  // bytes from one row to the next
     const cuuint32_t box[2] = {kStrip, cuuint32_t(box_rows)};
     const cuuint32_t elem_strides[2] = {1, 1};
     const CUtensorMapDataType type =
@@ -430,48 +441,56 @@ bool make_map(CUtensorMap* map, const T* p, int64_t rows, int64_t cols, int box_
                   CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
-// A kernel's dynamic shared memory past the default 48 KB needs asking for, once per kernel and device.
-template <typename Kernel>
-cudaError_t allow_smem(Kernel kernel, int bytes, int device) {
-    const int ok = per_device(device, [=] {
-        return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes) == cudaSuccess ? 1 : 2;
+// A kernel's dynamic shared memory past the default 48 KB needs asking for, once per kernel and device (a template
+// per kernel, so that each has a per_device table of its own), then the launch, checked.
+template <auto kKernel, typename T>
+cudaError_t launch(int threads, int smem, dim3 blocks, const CUtensorMap& map_a, const CUtensorMap& map_b, T* c,
+                   int64_t M, int64_t N, int64_t K, int device, cudaStream_t stream) {
+    const int allowed = per_device(device, [=] {
+        return cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem) == cudaSuccess ? 1 : 2;
     });
-    return ok == 1 ? cudaSuccess : cudaErrorInvalidValue;
+    if (allowed != 1) return cudaErrorInvalidValue;
+    kKernel<<<blocks, threads, smem, stream>>>(map_a, map_b, c, M, N, K);
+    return cudaGetLastError();
 }
 
 int sm_count(int device) {
     return per_device(device, [device] { return device_attribute(cudaDevAttrMultiProcessorCount, device, 1); });
 }
 
+// The output tile of each version: rows, columns.
+constexpr int tile_rows(int version) { return version == kMatmulTall ? 256 : 128; }
+constexpr int tile_cols(int version) {
+    return version == kMatmulWgmma || version == kMatmulWarpSpec || version == kMatmulTall ? 128 : 256;
+}
+
+template <typename T, int kM, int kN, int kConsumers, bool kPersistent>
+cudaError_t launch_ws(dim3 grid, const CUtensorMap& map_a, const CUtensorMap& map_b, T* c, int64_t M, int64_t N,
+                      int64_t K, int device, cudaStream_t stream) {
+    using S = WsShape<kM, kN, kConsumers>;
+    if (kPersistent) {  // one block per SM, or fewer where there are fewer tiles
+        const int64_t tiles = int64_t(grid.x) * grid.y;
+        grid = dim3(unsigned(tiles < sm_count(device) ? tiles : sm_count(device)));
+    }
+    return launch<matmul_wgmma_ws_kernel<T, kM, kN, kConsumers, kPersistent>>(S::kThreads, S::kSmem, grid, map_a, map_b,
+                                                                              c, M, N, K, device, stream);
+}
+
 template <typename T>
-cudaError_t launch_hopper(int version, T* c, const T* a, const T* b, int64_t M, int64_t N, int64_t K, int device,
-                          cudaStream_t stream) {
+cudaError_t launch_hopper(int version, T* c, const T* a, const T* b, int64_t M, int64_t N, int64_t K, int64_t lda,
+                          int64_t ldb, int device, cudaStream_t stream) {
     CUtensorMap map_a, map_b;
-    const int tile_n = version == kMatmulWgmma || version == kMatmulWarpSpec ? 128 : 256;
-    if (!make_map(&map_a, a, M, K, kHM) || !make_map(&map_b, b, K, N, kBK)) return cudaErrorInvalidValue;
-    const dim3 grid(unsigned(cdiv(N, tile_n)), unsigned(cdiv(M, kHM)));
-    auto run = [&](auto kernel, int threads, int smem, dim3 blocks) {
-        const cudaError_t e = allow_smem(kernel, smem, device);
-        if (e != cudaSuccess) return e;
-        kernel<<<blocks, threads, smem, stream>>>(map_a, map_b, c, M, N, K);
-        return cudaGetLastError();
-    };
+    if (!make_map(&map_a, a, M, K, lda, tile_rows(version)) || !make_map(&map_b, b, K, N, ldb, kBK))
+        return cudaErrorInvalidValue;
+    const dim3 grid(unsigned(cdiv(N, tile_cols(version))), unsigned(cdiv(M, tile_rows(version))));
     switch (version) {
-        case kMatmulWgmma: return run(matmul_tma_wgmma_kernel<T>, kWarpgroup, kSmem8, grid);
-        case kMatmulWarpSpec: {
-            using S = WsShape<128, 1>;
-            return run(matmul_wgmma_ws_kernel<T, 128, 1, false>, S::kThreads, S::kSmem, grid);
-        }
-        case kMatmulWide: {
-            using S = WsShape<256, 2>;
-            return run(matmul_wgmma_ws_kernel<T, 256, 2, false>, S::kThreads, S::kSmem, grid);
-        }
-        default: {  // kMatmulPersistent: one block per SM, or fewer where there are fewer tiles
-            using S = WsShape<256, 2>;
-            const int64_t tiles = int64_t(grid.x) * grid.y;
-            const dim3 blocks(unsigned(tiles < sm_count(device) ? tiles : sm_count(device)));
-            return run(matmul_wgmma_ws_kernel<T, 256, 2, true>, S::kThreads, S::kSmem, blocks);
-        }
+        case kMatmulWgmma:
+            return launch<matmul_tma_wgmma_kernel<T>>(kWarpgroup, kSmem8, grid, map_a, map_b, c, M, N, K, device,
+                                                      stream);
+        case kMatmulWarpSpec: return launch_ws<T, 128, 128, 1, false>(grid, map_a, map_b, c, M, N, K, device, stream);
+        case kMatmulWide: return launch_ws<T, 128, 256, 2, false>(grid, map_a, map_b, c, M, N, K, device, stream);
+        case kMatmulPersistent: return launch_ws<T, 128, 256, 2, true>(grid, map_a, map_b, c, M, N, K, device, stream);
+        default: return launch_ws<T, 256, 128, 2, true>(grid, map_a, map_b, c, M, N, K, device, stream);  // kMatmulTall
     }
 }
 
@@ -487,14 +506,26 @@ bool matmul_hopper_available(int device) {
            }) == 1;
 }
 
-bool matmul_hopper_fits(const void* a, const void* b, int64_t N, int64_t K) {
-    return N % 8 == 0 && K % 8 == 0 && aligned16(a) && aligned16(b);
+bool matmul_tma_readable(const void* p, int64_t row_stride) { return row_stride % 8 == 0 && aligned16(p); }
+
+// The waves of blocks a grid of `tiles` needs on `sms` SMs (one block each), and how full they are.
+static double wave_use(int64_t tiles, int sms) { return double(tiles) / double(cdiv(tiles, sms) * sms); }
+
+int matmul_hopper_choice(int64_t M, int64_t N, int device) {
+    const int sms = sm_count(device);
+    const int64_t wide = cdiv(M, 128) * cdiv(N, 256), tall = cdiv(M, 256) * cdiv(N, 128);
+    if (wide * 2 < sms) return kMatmulWarpSpec;  // too few 128 x 256 tiles: 128 x 128 ones fill twice the SMs
+    if (wide <= sms) return kMatmulWide;          // one wave
+    // several waves: the tile shape whose last wave is fuller (4096 x 4104: 17 x 32 wide tiles are 4.1 waves on 132
+    // SMs, 33 x 16 tall ones exactly 4)
+    return wave_use(tall, sms) > wave_use(wide, sms) + 0.05 ? kMatmulTall : kMatmulPersistent;
 }
 
 cudaError_t matmul_hopper(int version, DType dtype, void* c, const void* a, const void* b, int64_t M, int64_t N,
-                          int64_t K, int device, cudaStream_t stream) {
+                          int64_t K, int64_t lda, int64_t ldb, int device, cudaStream_t stream) {
     if (dtype == DType::f16)
-        return launch_hopper(version, (__half*)c, (const __half*)a, (const __half*)b, M, N, K, device, stream);
-    return launch_hopper(version, (__nv_bfloat16*)c, (const __nv_bfloat16*)a, (const __nv_bfloat16*)b, M, N, K, device,
-                         stream);
+        return launch_hopper(version, (__half*)c, (const __half*)a, (const __half*)b, M, N, K, lda, ldb, device,
+                             stream);
+    return launch_hopper(version, (__nv_bfloat16*)c, (const __nv_bfloat16*)a, (const __nv_bfloat16*)b, M, N, K, lda,
+                         ldb, device, stream);
 }

@@ -1,6 +1,6 @@
 """matmul: C = A @ B for 2-D a (M x K) and b (K x N). The op's Python face: its schemas, how PyTorch's compiler sees
 it, and the friendly call `ops.matmul`. The kernels are in matmul.cu (GPU: the lesson's seven versions),
-matmul_hopper.cu (GPU: four more on Hopper's tensor cores) and matmul_cpu.cpp (CPU); matmul.cpp binds them and holds
+matmul_hopper.cu (GPU: five more on Hopper's tensor cores) and matmul_cpu.cpp (CPU); matmul.cpp binds them and holds
 the gradient, in C++.
 
 The loader runs `register` once per process (a schema can be defined only once), and re-reads `matmul` whenever
@@ -21,7 +21,7 @@ SCHEMAS = [
 FLOAT_DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
 # the lesson's versions (matmul.cu), by name, simplest first; "fast" is the op itself
 VERSIONS = {"naive": 1, "coalesced": 2, "smem": 3, "reg1d": 4, "reg2d": 5, "vec": 6, "wmma": 7,
-            "wgmma": 8, "warpspec": 9, "wide": 10, "persistent": 11}
+            "wgmma": 8, "warpspec": 9, "wide": 10, "persistent": 11, "tall": 12}
 _NAMES = {0: "cpu", **{number: name for name, number in VERSIONS.items()}}
 
 
@@ -71,10 +71,10 @@ def _check_float(name, t):
 
 def matmul(a, b, *, version="fast", which=False):
     """C = a @ b for matrices a (M x K) and b (K x N), from our kernels; differentiable. Accumulated in float32
-    (float64 for float64), returned in the inputs' dtype. version="naive", "coalesced", "smem", "reg1d", "reg2d" or
-    "vec" (float32), "wmma" (float16, bfloat16: tensor cores) or, on a Hopper GPU, "wgmma", "warpspec", "wide" or
-    "persistent" (float16, bfloat16) runs one of the lesson's GPU kernels instead. which=True computes nothing and
-    returns the name of the version that version="fast" runs for a and b ("cpu" for CPU tensors)."""
+    (float64 for float64), returned in the inputs' dtype. version= runs one of the lesson's GPU kernels instead:
+    "naive", "coalesced", "smem", "reg1d", "reg2d" or "vec" (float32), "wmma" (float16, bfloat16: tensor cores) or,
+    on a Hopper GPU, "wgmma", "warpspec", "wide", "persistent" or "tall" (float16, bfloat16). which=True computes
+    nothing and returns the name of the version that version="fast" runs for a and b ("cpu" for CPU tensors)."""
     if which:
         return _NAMES[labkit.matmul_choice.default(a, b)]
     if version == "fast":
