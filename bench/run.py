@@ -63,9 +63,10 @@ class Bench:
         self.extra = {}
         self._log = log
 
-    def measure(self, op, pass_, dtype, n, impl, fn, nbytes, flops=None):
-        """Time fn (device timer on a GPU, host timer on the CPU), record the row, and return the Timing."""
-        t = timing.benchmark(fn, self.device, budget=self.budget)
+    def measure(self, op, pass_, dtype, n, impl, fn, nbytes, flops=None, timer=None):
+        """Time fn (device timer on a GPU, host timer on the CPU; or timer(fn), which returns a Timing), record the
+        row, and return the Timing."""
+        t = timer(fn) if timer else timing.benchmark(fn, self.device, budget=self.budget)
         row = {"op": op, "pass": pass_, "dtype": dtype_name(dtype), "n": int(n), "impl": impl, "nbytes": int(nbytes),
                "median_s": t.median, "q25_s": t.q25, "q75_s": t.q75, "reps": t.reps, "gbps": t.gbps(nbytes)}
         rate = f"{fmt_gbps(row['gbps'])} GB/s"
@@ -148,8 +149,8 @@ def measure_copies(rows, device, budget, log=print):
 
 def evaluate_bars(rows, bars, device_type, copies=()):
     """Each bar is a dict: op, pass, dtype (name), min_n, impl, vs, at_least, and device ("cuda" by default), and
-    optionally max_n: "at every n from min_n to max_n, impl's GB/s is at least `at_least` times vs's" (for two
-    implementations of the same work, the ratio of GB/s is the ratio of TFLOP/s). vs may be "copy": a copy of the same
+    optionally max_n: "at every n from min_n to max_n, impl's rate is at least `at_least` times vs's": TFLOP/s where
+    the rows count flops (so two shapes of one pass compare by speed), else GB/s. vs may be "copy": a copy of the same
     bytes (from `copies`, run.py's measure_copies), the ceiling of any memory-bound kernel. Returns (bar, status,
     detail) with status PASS, FAIL, or "not measured" (no such rows here, or a bar for another kind of device)."""
     copy_gbps = {c["nbytes"]: c["gbps"] for c in copies}
@@ -162,8 +163,8 @@ def evaluate_bars(rows, bars, device_type, copies=()):
         for n in sorted({r["n"] for r in rows if bar["min_n"] <= r["n"] <= bar.get("max_n", r["n"])}):
             mine = [r for r in rows if r["op"] == bar["op"] and r["pass"] == bar["pass"] and r["dtype"] == bar["dtype"]
                     and r["n"] == n]
-            pick = {r["impl"]: r["gbps"] for r in mine}
-            if mine and mine[0].get("nbytes") in copy_gbps:
+            pick = {r["impl"]: r.get("tflops", r["gbps"]) for r in mine}
+            if mine and "tflops" not in mine[0] and mine[0].get("nbytes") in copy_gbps:
                 pick["copy"] = copy_gbps[mine[0]["nbytes"]]
             if bar["impl"] in pick and bar["vs"] in pick:
                 ratios.append((pick[bar["impl"]] / pick[bar["vs"]], n))

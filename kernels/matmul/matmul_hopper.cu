@@ -207,8 +207,8 @@ __device__ __forceinline__ void multiply_slot(float* d, const T* a_rows, const T
 // The accumulators of one warpgroup's 64 x kN block into C at (row0, col0), rounded to T, guarded at the edges.
 // wgmma's layout: warp w of the warpgroup holds rows 16w .. 16w + 15; lane l holds rows l / 4 and l / 4 + 8 of
 // those, and in each 8-column group columns 2 (l % 4) and 2 (l % 4) + 1: d[4j .. 4j + 3] are (row, c), (row, c + 1),
-// (row + 8, c), (row + 8, c + 1) for c = 8j + 2 (l % 4). Two neighbouring columns go out as one 4-byte store
-// (N is even here: a multiple of 8).
+// (row + 8, c), (row + 8, c + 1) for c = 8j + 2 (l % 4). Two neighbouring columns go out as one 4-byte store where
+// that is 4-byte aligned (c is even: where N is even, or the row is), else one by one.
 template <typename T, int kN>
 __device__ __forceinline__ void store_block(T* c, const float* d, int64_t row0, int64_t col0, int64_t M, int64_t N) {
     using T2 = std::conditional_t<std::is_same_v<T, __half>, __half2, __nv_bfloat162>;
@@ -221,11 +221,17 @@ __device__ __forceinline__ void store_block(T* c, const float* d, int64_t row0, 
 #pragma unroll
         for (int h = 0; h < 2; h++) {
             const int64_t row = r + 8 * h;
-            if (row < M) {
+            if (row >= M) continue;
+            const float x = d[4 * j + 2 * h], y = d[4 * j + 2 * h + 1];
+            T* out = c + row * N + col;
+            if (N % 2 == 0 || row % 2 == 0) {
                 T2 v;
-                if constexpr (std::is_same_v<T, __half>) v = __floats2half2_rn(d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
-                else v = __floats2bfloat162_rn(d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
-                *reinterpret_cast<T2*>(c + row * N + col) = v;
+                if constexpr (std::is_same_v<T, __half>) v = __floats2half2_rn(x, y);
+                else v = __floats2bfloat162_rn(x, y);
+                *reinterpret_cast<T2*>(out) = v;
+            } else {
+                st(out, x);
+                if (col + 1 < N) st(out + 1, y);
             }
         }
     }
@@ -281,12 +287,14 @@ __global__ void __launch_bounds__(kWarpgroup) matmul_tma_wgmma_kernel(const __gr
         const int s = step % kStages8;
         bar_wait(&full[s], (step / kStages8) % 2);
         wgmma_fence();
+#pragma unroll
         for (int h = 0; h < 2; h++)
             multiply_slot<T, 128>(d[h], sA + s * kHM * kBK + h * 64 * kBK, sB + s * 2 * kBK * kStrip);
         wgmma_commit();
         wgmma_wait<0>();
         __syncthreads();  // every thread is done with slot s before thread 0 refills it
     }
+#pragma unroll
     for (int h = 0; h < 2; h++) store_block<T, 128>(c, d[h], row0 + h * 64, col0, M, N);
 #endif
 }
