@@ -14,7 +14,7 @@ is > 1 s; versions 1-2 stop at 4096 (0.1-0.3 s a call, 10 repetitions).
 """
 import torch
 
-from kit import debugging
+from kit import resources as debugging
 from loader import ops
 
 GPU_SIZES = [256, 512, 1024, 2048, 4096, 8192]

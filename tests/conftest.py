@@ -111,10 +111,10 @@ def run_python(code, env=None, timeout=600, cwd=ROOT):
 def assert_sanitizer_clean(check, code, done):
     """Run `code` in a child under compute-sanitizer's `check` (memcheck, racecheck): it must print `done` (it ran to
     the end), the tool must reach its summary of zero, and report nothing of the program's own."""
-    from kit import debugging
+    from kit import sanitizers
 
-    r, lines = debugging.sanitize(check, code)
+    r, lines = sanitizers.sanitize(check, code)
     assert done in r.stdout, (r.stdout[-2000:], r.stderr[-3000:])
     text = "\n".join(lines)
     assert "ERROR SUMMARY: 0 errors" in text or (check == "racecheck" and "RACECHECK SUMMARY: 0 hazards" in text), text
-    assert not [ln for ln in debugging.findings(lines) if "COMPUTE-SANITIZER" not in ln and "SUMMARY" not in ln], text
+    assert not [ln for ln in sanitizers.findings(lines) if "COMPUTE-SANITIZER" not in ln and "SUMMARY" not in ln], text

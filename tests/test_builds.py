@@ -13,7 +13,7 @@ import pytest
 from conftest import HAS_CUDA, ROOT
 
 from kit import build_ways as builds
-from kit.debugging import can_compile_cuda, resource_usage, tool
+from kit.resources import can_compile_cuda, resource_usage, tool
 from building.toolchain import elf_needed
 
 OPS = builds.DEFAULT_OPS  # every op folder of kernels/

@@ -5,7 +5,7 @@ import pytest
 import torch
 from conftest import DEVICES, assert_sanitizer_clean
 
-from kit import debugging
+from kit import resources as debugging  # the CUDA tools (kit/resources.py)
 from loader import ops
 
 DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16]

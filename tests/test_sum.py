@@ -7,7 +7,7 @@ import pytest
 import torch
 from conftest import DEVICES, assert_sanitizer_clean
 
-from kit import debugging
+from kit import resources
 from loader import ops
 
 DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
@@ -278,7 +278,7 @@ print("sum-child-done")
 
 
 @pytest.mark.cuda
-@pytest.mark.skipif(debugging.tool("compute-sanitizer") is None, reason="no compute-sanitizer here")
+@pytest.mark.skipif(resources.tool("compute-sanitizer") is None, reason="no compute-sanitizer here")
 @pytest.mark.parametrize("check", ["memcheck", "racecheck"])
 def test_compute_sanitizer_finds_nothing(check):
     from loader import ops as built  # build in this process first: the child then only loads
