@@ -73,7 +73,7 @@ def checks():
         linker = fast_linker(used)
         name = linker.split("=")[1] if linker else "the compiler default (GNU ld)"
         yield OK, f"linker: {name}", None if name in ("mold", "lld") else \
-            "sudo apt-get install mold   # links an edit in 0.08 s (gold 0.22 s, GNU ld 0.49 s on 2 cores)"
+            "sudo apt-get install mold   # the fastest linker for an edit's relink (scripts/experiment_edit_time.py)"
     else:
         yield BAD, "no C++ compiler found (c++, g++ or $CXX)", "sudo apt-get install g++   # or: conda install gxx"
 

@@ -130,7 +130,7 @@ def test_offset_data_is_as_accurate_as_torch_sum(device):
     - each error at most 2 ulps for the whole sum and 3 for the worst row: rounding the result alone costs up to
       half an ulp and the tree's top levels add about as much again (torch.sum itself reached 1.4 and 2.5 over 40
       seeds);
-    - on average no worse than twice torch.sum's error (issue 16). Not input by input: both errors are a fraction
+    - on average no worse than twice torch.sum's error. Not input by input: both errors are a fraction
       of an ulp, so on one input either may be the luckier one (CI once drew one where torch.sum erred by 0.06 ulp
       and ours by 1.06)."""
     errors = [offset_errors(device, seed) for seed in range(8)]

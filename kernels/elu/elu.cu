@@ -207,13 +207,11 @@ __global__ void elu_backward_vec_kernel(T* __restrict__ dx, const T* __restrict_
 // Launchers: grid sizes come from n, never from one GPU's SM count; every launch is checked.
 
 constexpr int kThreads = 256;  // 8 warps: enough blocks per SM to hide latency, small tail waste
-// The forward's vector kernel in blocks of 4 warps. Measured on the H200 (results/2026-12-01-nvidia-h200/
-// elu-variants.json, float32 at 2^24 / 2^26 / 2^28 against F.elu): 128 threads 0.991 / 1.001 / 1.000, 256
-// threads 0.976 / 0.975 / 0.971, 512 threads 0.974 / 0.976 / 0.973; 4 or 8 packs per thread were slower at
-// 2^24. Smaller blocks finish and free their SM's slot sooner, which keeps more loads in flight in the last
-// wave. The backward (two loads per element) does best with one pack per thread in blocks of 256 (elu-variants-3
-// .json: of a copy at 2^24 / 2^26, float32 0.990 / 1.019, bfloat16 0.965 / 1.009, against 0.982 / 1.012 and
-// 0.946 / 0.997 with two packs): its two loads already keep 32 bytes per thread in flight.
+// The forward's vector kernel in blocks of 4 warps, two packs per thread: of the block sizes and packs per thread
+// scripts/experiment_elu_variants.py tries, the fastest against F.elu on an H200 (results/*/elu-variants*.json).
+// Smaller blocks finish and free their SM's slot sooner, which keeps more loads in flight in the last wave. The
+// backward (two loads per element) does best with one pack per thread in blocks of 256: its two loads already keep
+// 32 bytes per thread in flight.
 constexpr int kForwardThreads = 128;
 constexpr int kBackwardThreads = 256;
 
