@@ -1,7 +1,7 @@
 """ELU's part of `make bench` (bench/run.py imports this file and calls `run(bench)`).
 
 Measures, at every size of bench.sizes: our forward and backward kernels against PyTorch's own (F.elu, and
-aten.elu_backward, the kernel F.elu's autograd runs), and the seed tutorial's two kernels (float32 forward), for
+aten.elu_backward, the kernel F.elu's autograd runs), and the ELU tutorial's two kernels (float32 forward), for
 float32 and bfloat16; float16 and float64 from 2^24 elements up, where the speed bar is set. Each row records the
 bytes the op must move (forward: read x, write y; backward: read grad_out and x, write grad_in), from which
 run.py computes GB/s and sets each against a copy of the same bytes.
@@ -15,7 +15,7 @@ import torch.nn.functional as F
 
 from loader import ops
 
-ALPHA = 1.0  # the seed's kernels have alpha fixed at 1
+ALPHA = 1.0  # the tutorial's kernels have alpha fixed at 1
 BIG = 1 << 24  # float16 and float64 are measured from here up
 DTYPES = (torch.float32, torch.bfloat16, torch.float16, torch.float64)
 

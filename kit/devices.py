@@ -126,7 +126,7 @@ def record(out_dir=None):
            "peer_access": peer_access(), "cases": {}}
     for name, kwargs in [("unguarded, no peer access yet", {}),
                          ("unguarded, after a cross-device copy", {"peer_copy_first": True}),
-                         ("set_device (the seed's fix)", {"version": "set_device"}),
+                         ("set_device (the blog post's fix)", {"version": "set_device"}),
                          ("guarded (ops.add2)", {"version": "fast"})]:
         r = unguarded_case(data=1, current=0, **kwargs)
         rec["cases"][name] = {"verdict": r.verdict, "result": r.result, "stderr_tail": r.stderr[-600:]}

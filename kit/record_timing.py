@@ -30,7 +30,7 @@ RECORD = "timing.json"
 
 
 def add2_into(n, device):
-    """A call of our add2 that writes into a preallocated c, as the seed's torch_launch_add2(c, a, b, n) did.
+    """A call of our add2 that writes into a preallocated c, as the add2 tutorial's torch_launch_add2(c, a, b, n) did.
     Returns (fn, nbytes); fn calls the operator directly (ops.add2 also checks the kernel files for edits)."""
     from loader import ops
 
@@ -63,7 +63,7 @@ def async_launch(device, n=1 << 26, reps=5):
 
 
 def four_cases(device, n=1 << 20, warmup=10, reps=20):
-    """The seed's timing loop with each of its four synchronisation choices: per-call times of each."""
+    """The add2 tutorial's timing loop with each of its four synchronisation choices: per-call times of each."""
     fn, _ = add2_into(n, device)
     cases = {mode: list(host_time(fn, mode, device=device, warmup=warmup, reps=reps).times) for mode in SYNC_MODES}
     return {"n": n, "warmup": warmup, "reps": reps, "cases": cases}
@@ -79,7 +79,7 @@ def first_iteration(device, sizes=(1 << 20, 1 << 24), warmup=10, reps=20):
 
 
 def timelines(device, n=1 << 24, warmup=5, reps=3):
-    """torch.profiler's record of the seed's loop in each of the four cases, as timeline spans."""
+    """torch.profiler's record of the add2 tutorial's loop in each of the four cases, as timeline spans."""
     fn, _ = add2_into(n, device)
     cases = {mode: timeline.profile_timeline(fn, mode, device, warmup=warmup, reps=reps) for mode in SYNC_MODES}
     return {"n": n, "warmup": warmup, "reps": reps, "cases": cases}
@@ -170,7 +170,7 @@ def cold_start(device):
 
 
 def bandwidth_sweep(device, sizes=tuple(1 << k for k in range(12, 29, 2))):
-    """add2 float32 GB/s against n: ours, torch.add, the seed's kernel, and a copy of the same bytes; rows and
+    """add2 float32 GB/s against n: ours, torch.add, the tutorial's kernel, and a copy of the same bytes; rows and
     copies as bench/run.py writes them into bench.json (bench/bench_add2.py is the same loop, for every dtype)."""
     from loader import ops
 

@@ -5,7 +5,7 @@ queued work behaves like a GPU's), device_time's logic on a stand-in for torch.c
 without a GPU, and `bench/run.py --cpu` and `kit.record_timing --cpu` end to end.
 On the GPU: a spin of known length (calibrated against the host clock, not against events) read by the event
 timer within 3% and by the right host timer within launch overhead, and the wrong host timers reading what the
-seed tutorial says they read.
+add2 tutorial (notebook 04) says they read.
 """
 import importlib.util
 import itertools
@@ -80,7 +80,7 @@ def test_fmt_time():
 
 
 # ----------------------------------------------------------------------------------------------
-# Host timing: the seed's four cases
+# Host timing: the add2 tutorial's four cases
 
 SLEEP = 5e-3
 
