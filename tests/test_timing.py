@@ -94,7 +94,7 @@ def test_host_time_of_synchronous_work(sync):
 
 
 @pytest.mark.parametrize("sync, expected", [
-    # warm-up (2 calls, no wait after it, as in the seed), 2 timed calls, then the final wait outside the timing
+    # warm-up (2 calls, no wait after it, as in the add2 tutorial), 2 timed calls, then the final wait outside the timing
     ("both", "S F F | S F S | S F S | S"),
     ("before", "S F F | S F | S F | S"),
     ("after", "S F F | F S | F S | S"),
