@@ -18,9 +18,12 @@ endif
 
 # Jupyter refuses to start as root without --allow-root; containers and rented GPU machines often run as root
 LAB_AS_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
+# .jupyter/labconfig: the kit's defaults for JupyterLab's settings (no "get notified about Jupyter news?" pop-up
+# over the notebooks' outputs, no update check); a student's own settings still win
+LAB_CONFIG := JUPYTER_CONFIG_PATH="$(CURDIR)/.jupyter$(if $(JUPYTER_CONFIG_PATH),:$(JUPYTER_CONFIG_PATH))"
 
 lab: $(ENV_READY) ## Start JupyterLab on the kit (notebooks/ to learn, kernels/ to edit); LAB_ARGS="--no-browser" etc.
-	$(PY) -m jupyter lab --ServerApp.root_dir="$(CURDIR)" $(LAB_AS_ROOT) $(LAB_ARGS) notebooks/01_add2.ipynb
+	$(LAB_CONFIG) $(PY) -m jupyter lab --ServerApp.root_dir="$(CURDIR)" $(LAB_AS_ROOT) $(LAB_ARGS) notebooks/01_add2.ipynb
 
 test: $(ENV_READY) ## Run every test (CUDA tests run where there is a GPU, and say why they skip where not)
 	@$(PY) -m pytest $(PYTEST_ARGS); rc=$$?; \
@@ -60,9 +63,11 @@ clean: ## Remove the build cache (.build/); the next call of each op rebuilds it
 distclean: clean ## Also remove .venv
 	rm -rf $(VENV)
 
+# target names in colour on a terminal only: piped or saved, the help is plain text
 help: ## Show this help
-	@awk 'BEGIN {FS = ":.*##"; printf "Usage: make <target>\n"} \
-	  /^[a-zA-Z_-]+:.*?##/ { printf "  \033[36m%-12s\033[0m %s\n", $$1, $$2 } \
+	@if [ -t 1 ]; then on=$$'\033[36m'; off=$$'\033[0m'; fi; \
+	awk -v on="$$on" -v off="$$off" 'BEGIN {FS = ":.*##"; printf "Usage: make <target>\n"} \
+	  /^[a-zA-Z_-]+:.*?##/ { printf "  %s%-12s%s %s\n", on, $$1, off, $$2 } \
 	  /^##@/ { printf "\n%s\n", substr($$0, 5) }' $(MAKEFILE_LIST)
 
 $(VENV)/.installed: requirements.txt

@@ -252,11 +252,10 @@ class _Op:
         from op.py (CXX_FLAGS for the host compiler, CUDA_FLAGS for nvcc; e.g. CUDA_FLAGS = ["-lineinfo"]).
         For nvcc, -O is the host code's level only (a .cu file's launchers: a few integer ops before each launch;
         the device code is the same at any -O), so it gets -O0, and --threads 0, which runs the device steps
-        (cicc, ptxas) beside the host ones: add2.cu compiles in 1.25 s instead of 1.75 on the H200
-        (results/2026-12-01-nvidia-h200/edit_time.json, from scripts/experiment_edit_time.py). And -std=c++17:
-        a kernel file includes no torch header, so it need not take the C++20 that newer torch asks for its own
-        headers; C++17's standard library is lighter to parse twice (cudafe++ and the host compile), 1.37 s ->
-        1.10 s for add2.cu on the 2-core machine with torch 2.14 (results/2026-12-01-cpu/edit_time.json)."""
+        (cicc, ptxas) beside the host ones. And -std=c++17: a kernel file includes no torch header, so it need not
+        take the C++20 that newer torch asks for its own headers; C++17's standard library is lighter to parse twice
+        (cudafe++ and the host compile). Each choice shortens an edit's rebuild: scripts/experiment_edit_time.py
+        measures them (results/*/edit_time.json)."""
         own = list(getattr(self._mod, "CUDA_FLAGS" if nvcc else "CXX_FLAGS", []) if self._mod else [])
         switch = ["-DLABKIT_WITH_CUDA"] if cuda else []
         if not nvcc:

@@ -11,9 +11,9 @@ loads the libraries (building/prebuilt.py, shipped as labkit_aot/_prebuilt.py).
 
 --no-build-isolation: the build must compile against the torch that will run the ops; an isolated build would
 download a torch of its own. It then uses this environment's setuptools, which must build wheels itself (70.1 and
-later) or have the `wheel` package beside it. Environment: LABKIT_CUDA=1/0 (default: CUDA where torch has it, a GPU is visible and
-nvcc is found, as for the JIT loader), LABKIT_OPS (default "add2,elu": those present in ../kernels). Objects, the
-wheel's staging and the egg-info go to aot/build/.
+later) or have the `wheel` package beside it. Environment: LABKIT_CUDA=1/0 (default: CUDA where torch has it, a GPU
+is visible and nvcc is found, as for the JIT loader), LABKIT_OPS (comma-separated; default: every op folder of
+../kernels, building.builds.lesson_ops). Objects, the wheel's staging and the egg-info go to aot/build/.
 """
 import os
 import shutil
@@ -28,13 +28,13 @@ ROOT = HERE.parent
 os.chdir(HERE)  # setuptools takes source paths relative to setup.py's folder, and refuses absolute ones
 sys.path.insert(0, str(ROOT))
 from building import environment  # noqa: E402  the kit's answers to "build CUDA?" and its cpp_extension with a working CUDA_HOME
-from building.builds import op_flags  # noqa: E402
+from building.builds import lesson_ops, op_flags  # noqa: E402
 from building.toolchain import safe_cxx  # noqa: E402
 
 import torch  # noqa: E402
 
 KERNELS = ROOT / "kernels"
-OPS = [op for op in os.environ.get("LABKIT_OPS", "add2,elu").split(",") if (KERNELS / op / "op.py").is_file()]
+OPS = [op for op in os.environ.get("LABKIT_OPS", "").split(",") if op] or list(lesson_ops(KERNELS))
 CUDA = environment.cuda_build_wanted()
 cpp_extension = environment.cpp_extension()
 

@@ -1,4 +1,5 @@
-"""add2 (c = a + b): ours (ops.add2) against torch.add, and the seed tutorial's kernel (float32, GPU only).
+"""add2 (c = a + b): ours (ops.add2) against torch.add, and the kernel of the Chinese add2 tutorial notebook 01
+starts from (float32, GPU only).
 
 Bytes: read a and b, write c: 3 * n * element size. There is one add per 12 bytes (float32), so it is a pure
 bandwidth test: the best any add can do is about a copy's speed (measured beside it by run.py).
@@ -7,8 +8,8 @@ import torch
 
 from loader import ops
 
-# From 2^24 elements on, where launch costs no longer matter: ours keeps up with torch.add (issue 4), and moves at
-# least 0.97 of what a copy of the same bytes moves, in every dtype (issue 13)
+# From 2^24 elements on, where launch costs no longer matter: ours keeps up with torch.add, and moves at least 0.97
+# of what a copy of the same bytes moves, in every dtype (a memory-bound kernel can do no better than a copy)
 BARS = [{"op": "add2", "pass": "forward", "dtype": "float32", "min_n": 1 << 24, "impl": "ours", "vs": "torch",
          "at_least": 0.97, "device": "cuda"}]
 BARS += [{"op": "add2", "pass": "forward", "dtype": dtype, "min_n": 1 << 24, "impl": "ours", "vs": "copy",
@@ -27,6 +28,6 @@ def run(bench):
             nbytes = 3 * n * a.element_size()
             bench.measure("add2", "forward", dtype, n, "ours", lambda: ours(a, b), nbytes)
             bench.measure("add2", "forward", dtype, n, "torch", lambda: torch.add(a, b), nbytes)
-            if dtype == torch.float32 and bench.device.type == "cuda":  # the seed kernel: float32, CUDA only
+            if dtype == torch.float32 and bench.device.type == "cuda":  # the tutorial's kernel: float32, CUDA only
                 bench.measure("add2", "forward", dtype, n, "seed", lambda: seed(a, b), nbytes)
             del a, b  # free this size's inputs before allocating the next (2 GB at 2^28 float32)

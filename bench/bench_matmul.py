@@ -25,7 +25,7 @@ import time
 
 import torch
 
-from kit import debugging, timing
+from kit import resources, timing
 from loader import ops
 
 GPU_SIZES = [256, 512, 1024, 2048, 4096, 8192]
@@ -84,12 +84,12 @@ def kernel_threads(name, kernel):
 def resource_rows(props):
     """Per kernel of the built CUDA library: registers, spills (local bytes), shared memory, and occupancy."""
     rows = []
-    for r in debugging.resource_usage(ops.matmul.build_dir() / "labkit_matmul.so"):
+    for r in resources.resource_usage(ops.matmul.build_dir() / "labkit_matmul.so"):
         name = r["kernel"].split("<")[0].split("::")[-1].split("(")[0]  # "(anonymous namespace)::" off too
         threads = kernel_threads(name, r["kernel"])
         if threads and r["arch"].startswith(f"sm_{props.major}{props.minor}"):  # sm_90a too
             rows.append({**r, "threads": threads,
-                         **debugging.theoretical_occupancy(r["registers"], r["shared"], threads, props)})
+                         **resources.theoretical_occupancy(r["registers"], r["shared"], threads, props)})
     return rows
 
 

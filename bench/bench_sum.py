@@ -16,8 +16,8 @@ BIG = 1 << 24
 ROW_SHAPES = [(4096, 4096), (65536, 256), (256, 65536)]
 VERSIONS = {"atomic": 1, "interleaved": 2, "sequential": 3, "warp": 4}
 
-# Issue 16: from 2^24 elements, the sum at least as fast as torch.sum in float32 and bfloat16; each row sum as fast
-# as torch.sum(x, dim=-1) on each shape
+# From 2^24 elements, the sum at least as fast as torch.sum in float32 and bfloat16; each row sum as fast as
+# torch.sum(x, dim=-1) on each shape: the lesson's two-pass kernel is what torch.sum does, so it should keep up
 BARS = [{"op": "sum", "pass": "all", "dtype": dtype, "min_n": BIG, "impl": "ours", "vs": "torch", "at_least": 1.00,
          "device": "cuda"} for dtype in ("float32", "bfloat16")]
 BARS += [{"op": "sum", "pass": f"rows-{r}x{c}", "dtype": dtype, "min_n": 0, "impl": "ours", "vs": "torch",

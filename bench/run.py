@@ -41,7 +41,7 @@ sys.path.insert(0, str(HERE))  # bench/calls.py, also when this file is imported
 
 import torch  # noqa: E402
 
-from kit import results, timing  # noqa: E402
+from kit import plots, results, timing  # noqa: E402
 
 import calls  # noqa: E402  (bench/calls.py: what a caller pays per call)
 
@@ -277,9 +277,9 @@ def save_plots(result, out_dir):
         title = f"{op} {pass_} {dtype} on {result['device']} ({result['date']})"
         if "flops" in rows[0]:
             peak = result.get(op, {}).get("peak_tflops", {}).get(dtype)
-            timing.plot_tflops(rows, peak=peak, ax=ax, title=title)
+            plots.plot_tflops(rows, peak=peak, ax=ax, title=title)
         else:
-            timing.plot_bandwidth(rows, result["copy"], ax=ax, title=title)
+            plots.plot_bandwidth(rows, result["copy"], ax=ax, title=title)
         fig.tight_layout()
         fig.savefig(out_dir / plot_name(op, pass_, dtype), dpi=110)
         plt.close(fig)

@@ -1,6 +1,8 @@
 """`python -m loader doctor` (or `make doctor`): is this machine ready to build the kit's ops, and for what?
 
-Prints one line per fact, and for each problem the command that fixes it. Exit status 1 if anything is wrong.
+Prints one line per fact, and for each problem the command that fixes it; a suggestion that is no problem is a "tip".
+A machine without a GPU is not a problem: the kit builds and runs every op on the CPU there, and the notebooks show a
+GPU machine's recorded results in place of their GPU cells. Exit status 1 if anything is wrong.
 """
 import fcntl
 import os
@@ -14,7 +16,7 @@ import torch
 from building import environment
 from building.toolchain import fast_linker, safe_cxx
 
-OK, WARN, BAD = "ok  ", "warn", "FAIL"
+OK, INFO, WARN, BAD = "ok  ", "info", "warn", "FAIL"
 
 
 def _run(cmd):
@@ -47,9 +49,16 @@ def arch_covers(arch_list, cap):
     return False
 
 
+def driver_gpus():
+    """The GPUs the NVIDIA driver lists (nvidia-smi -L), whatever this process may see: [] without a driver."""
+    smi = shutil.which("nvidia-smi")
+    return [ln for ln in _run([smi, "-L"]).splitlines() if ln.startswith("GPU ")] if smi else []
+
+
 def checks():
     """Yield (status, what, fix) for each fact about this machine."""
     CUDA_HOME = environment.cpp_extension().CUDA_HOME
+    gpus_here = torch.cuda.device_count() if torch.version.cuda else 0
 
     yield OK, f"Python {sys.version.split()[0]} at {sys.executable}", None
     cuda_torch = torch.version.cuda is not None
@@ -72,14 +81,16 @@ def checks():
             yield BAD, note, "sudo apt-get install g++ && unset CXX"
         linker = fast_linker(used)
         name = linker.split("=")[1] if linker else "the compiler default (GNU ld)"
-        yield OK, f"linker: {name}", None if name in ("mold", "lld") else \
-            "sudo apt-get install mold   # links an edit in 0.08 s (gold 0.22 s, GNU ld 0.49 s on 2 cores)"
+        yield (OK if name in ("mold", "lld") else INFO), f"linker: {name}", None if name in ("mold", "lld") else \
+            "sudo apt-get install mold   # the fastest linker for an edit's relink (scripts/experiment_edit_time.py)"
     else:
         yield BAD, "no C++ compiler found (c++, g++ or $CXX)", "sudo apt-get install g++   # or: conda install gxx"
 
     nvcc, nvcc_ver = nvcc_version(CUDA_HOME)
     if not cuda_torch:
         yield OK, "CUDA toolkit: not used (CPU build of torch; ops build for the CPU)", None
+    elif not nvcc and not gpus_here:
+        yield INFO, "no nvcc (CUDA toolkit): not needed without a GPU, ops build for the CPU", None
     elif not nvcc:
         yield WARN, "no nvcc found: ops build for the CPU only",\
             "install the CUDA toolkit of torch's CUDA version, or set CUDA_HOME to it"
@@ -94,10 +105,19 @@ def checks():
         yield OK, f"nvcc {nvcc_ver} at {nvcc}{note}", None
 
     arch_list = os.environ.get("TORCH_CUDA_ARCH_LIST")
-    n = torch.cuda.device_count() if cuda_torch else 0
-    if cuda_torch and n == 0:
-        yield WARN, "no GPU visible: ops build and run on the CPU; GPU cells of the notebooks are skipped",\
-            "nvidia-smi   # is there a GPU and a driver? is CUDA_VISIBLE_DEVICES set to nothing?"
+    n = gpus_here
+    hidden = os.environ.get("CUDA_VISIBLE_DEVICES")
+    listed = driver_gpus() if n == 0 else []
+    if listed and cuda_torch:
+        why = f" (CUDA_VISIBLE_DEVICES={hidden!r})" if hidden is not None else ""
+        yield WARN, f"the driver lists {len(listed)} GPU(s) but torch sees none{why}", \
+            "unset CUDA_VISIBLE_DEVICES   # or: nvidia-smi, to check that the driver suits torch's CUDA version"
+    elif listed:
+        yield WARN, f"the driver lists {len(listed)} GPU(s) but this torch is a CPU-only build", \
+            f"{sys.executable} -m pip install --force-reinstall torch   # Linux wheels from PyPI are CUDA builds"
+    elif n == 0:
+        yield INFO, ("no GPU on this machine: the CPU path. Every op builds and runs on the CPU; the notebooks' GPU "
+                     "cells are skipped and show results recorded on a GPU machine"), None
     for i in range(n):
         p = torch.cuda.get_device_properties(i)
         cap = (p.major, p.minor)
@@ -130,11 +150,19 @@ def checks():
 
 
 def main():
-    problems = 0
+    problems = warnings = 0
     for status, what, fix in checks():
         print(f"[{status}] {what}")
         if fix:
-            print(f"        fix: {fix}")
+            print(f"        {'fix' if status in (WARN, BAD) else 'tip'}: {fix}")
         problems += status == BAD
-    print("all good" if not problems else f"{problems} problem(s)")
+        warnings += status == WARN
+    gpu = torch.version.cuda is not None and torch.cuda.device_count() > 0
+    where = "CUDA and the CPU" if gpu and environment.cuda_build_wanted() else "the CPU"
+    if problems:
+        print(f"{problems} problem(s){f' and {warnings} warning(s)' if warnings else ''}: see the fixes above")
+    elif warnings:
+        print(f"ready to build for {where}, with {warnings} warning(s): see the fixes above")
+    else:
+        print(f"all good: ready to build and run the ops on {where}{'' if gpu else ' (no GPU here)'}")
     return 1 if problems else 0

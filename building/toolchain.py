@@ -74,9 +74,9 @@ def safe_cxx():
 @functools.cache
 def fast_linker(cxx):
     """The -fuse-ld= flag of the fastest linker `cxx` can link a shared library with (mold, lld, then gold), or
-    None for the default. Every .cu or .cpp edit relinks the op against libtorch's large symbol tables: for add2 on
-    the 2-core machine GNU ld takes 0.49 s, gold 0.22 s, lld and mold 0.08 s (results/2026-12-01-cpu/edit_time.json,
-    from scripts/experiment_edit_time.py)."""
+    None for the default. Every .cu or .cpp edit relinks the op against libtorch's large symbol tables, and mold and
+    lld do that several times faster than GNU ld, gold about twice as fast (scripts/experiment_edit_time.py measures
+    them: results/*/edit_time.json)."""
     exe = shutil.which((cxx or "c++").split()[0])
     if not exe or os.environ.get("LABKIT_LINKER") == "default":
         return None

@@ -74,6 +74,8 @@ c.Spawner.cmd = [sys.executable, str(HERE / "singleuser.py")]
 c.Spawner.notebook_dir = "~"
 c.Spawner.default_url = "/lab/tree/kit/notebooks/01_add2.ipynb"
 env, mem_limit = limits.for_class(CLASS_SIZE)
+# the kit's JupyterLab defaults, as `make lab` gives them: no "get notified about Jupyter news?" pop-up
+env["JUPYTER_CONFIG_PATH"] = str(HERE.parent / ".jupyter")
 c.Spawner.environment = env
 c.Spawner.mem_limit = mem_limit
 # a whole class starting at once on a busy server: give each server time to come up

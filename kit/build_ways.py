@@ -13,39 +13,18 @@ from building.builds import (DEFAULT_OPS, ROOT, BuildFailed, Built, _env, build_
                              rebuild_cmake, touch_kernel)
 from building.environment import cuda_build_wanted
 from building.toolchain import elf_needed
-from kit.devices import run_isolated
+from kit.devices import run_program
 
 WAYS = ("jit", "aot", "cmake")
 
 
 # -- JIT --------------------------------------------------------------------------------------------------------------
 
-_JIT_CHILD = """
-import time
-from pathlib import Path
-from building.builds import touch_kernel
-from loader import Ops
-lab = Ops({kernels!r}, build_dir={build!r})
-t0 = time.perf_counter()
-for op in {ops!r}:
-    getattr(lab, op).refresh()
-cold = time.perf_counter() - t0
-rebuild = None
-if {edit!r}:
-    touch_kernel({kernels!r}, {edit!r}, {cuda!r})
-    t0 = time.perf_counter()
-    getattr(lab, {edit!r}).refresh()
-    rebuild = time.perf_counter() - t0
-report({{"cold": cold, "rebuild": rebuild, "libraries": {{op: str(getattr(lab, op).op._so) for op in {ops!r}}}}})
-"""
-
-
 def build_jit(src, ops, cuda, edit=None):
     """The loader's build, timed inside one Python process (as a student meets it: the first call of a running kernel,
     then the call after an edit, with no restart). edit: the op whose kernel to edit, to time the rebuild."""
-    code = _JIT_CHILD.format(kernels=str(src / "kernels"), build=str(src / "jit-build"), ops=tuple(ops), edit=edit,
-                             cuda=cuda)
-    r = run_isolated(code, env=_env(cuda), timeout=1800)
+    r = run_program("jit_build", src / "kernels", src / "jit-build", int(cuda), edit or "-", *ops, env=_env(cuda),
+                    timeout=1800)
     if r.result is None:
         raise BuildFailed("jit", r.stdout + r.stderr)
     return Built("jit", cuda, r.result["cold"], {op: Path(p) for op, p in r.result["libraries"].items()}, {},

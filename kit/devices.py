@@ -16,6 +16,9 @@ import torch
 
 import loader
 from kit import results
+from kit.programs import REPORT_MARK
+
+PROGRAMS = loader.ROOT / "kit" / "programs"
 
 
 def gpus():
@@ -78,45 +81,35 @@ def run_isolated(code, env=None, timeout=300, wrapper=()):
 
     The child may call report(obj) (already defined for it) to send one JSON-able result back. wrapper: a command
     that runs the child Python, e.g. ["compute-sanitizer", "--tool", "memcheck"]."""
-    prelude = textwrap.dedent("""
-        import json as _json, sys as _sys
-        def report(obj):
-            print("@@REPORT@@" + _json.dumps(obj), flush=True)
-    """)
+    prelude = "from kit.programs import report\n"
+    return _child(["-c", prelude + textwrap.dedent(code)], env, timeout, wrapper)
+
+
+def run_program(name, *args, env=None, timeout=300, wrapper=()):
+    """Run the child program kit/programs/<name>.py with `args` (as strings) and return an Isolated, as run_isolated
+    does for a string of code."""
+    return _child([str(PROGRAMS / f"{name}.py"), *map(str, args)], env, timeout, wrapper)
+
+
+def _child(python_args, env, timeout, wrapper):
     full_env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(loader.ROOT)] + sys.path[1:]), **(env or {})}
-    r = subprocess.run([*wrapper, sys.executable, "-c", prelude + textwrap.dedent(code)], capture_output=True, text=True,
-                       env=full_env, timeout=timeout, cwd=loader.ROOT)
+    r = subprocess.run([*wrapper, sys.executable, *python_args], capture_output=True, text=True, env=full_env,
+                       timeout=timeout, cwd=loader.ROOT)
     result = None
     for line in r.stdout.splitlines():
-        if line.startswith("@@REPORT@@"):
-            result = json.loads(line[len("@@REPORT@@"):])
-    stdout = "\n".join(ln for ln in r.stdout.splitlines() if not ln.startswith("@@REPORT@@"))
+        if line.startswith(REPORT_MARK):
+            result = json.loads(line[len(REPORT_MARK):])
+    stdout = "\n".join(ln for ln in r.stdout.splitlines() if not ln.startswith(REPORT_MARK))
     return Isolated(r.returncode, stdout, r.stderr, result)
 
 
-UNGUARDED_CASE = """
-    import torch
-    from loader import ops
-    n = 1 << 20
-    a = torch.ones(n, device="cuda:{data}")
-    b = torch.full((n,), 2.0, device="cuda:{data}")
-    {prepare}
-    torch.cuda.set_device({current})
-    c = ops.add2(a, b, version="{version}")
-    torch.cuda.synchronize({data})
-    torch.cuda.synchronize({current})
-    report({{"correct": bool((c == 3).all()), "device_of_c": str(c.device),
-            "current_device_after": torch.cuda.current_device()}})
-"""
-
-
 def unguarded_case(version="unguarded", data=1, current=0, peer_copy_first=False):
-    """The seed's scenario: tensors on cuda:{data}, cuda:{current} current, add2 of the given version, in a child.
+    """The wrong-GPU scenario of the add2 tutorial's multi-GPU use: tensors on cuda:{data}, cuda:{current} current,
+    add2 of the given version, in a child (kit/programs/unguarded.py).
 
     peer_copy_first: make a cross-device copy first, which makes PyTorch enable peer access between the two
     GPUs (lazily, on the first such copy); then a wrong-GPU kernel may silently read the other GPU's memory."""
-    prepare = f"_ = a.to('cuda:{current}')" if peer_copy_first else "pass"
-    return run_isolated(UNGUARDED_CASE.format(data=data, current=current, version=version, prepare=prepare))
+    return run_program("unguarded", version, data, current, *(["peer"] if peer_copy_first else []))
 
 
 def record(out_dir=None):
@@ -133,7 +126,7 @@ def record(out_dir=None):
            "peer_access": peer_access(), "cases": {}}
     for name, kwargs in [("unguarded, no peer access yet", {}),
                          ("unguarded, after a cross-device copy", {"peer_copy_first": True}),
-                         ("set_device (the seed's fix)", {"version": "set_device"}),
+                         ("set_device (the blog post's fix)", {"version": "set_device"}),
                          ("guarded (ops.add2)", {"version": "fast"})]:
         r = unguarded_case(data=1, current=0, **kwargs)
         rec["cases"][name] = {"verdict": r.verdict, "result": r.result, "stderr_tail": r.stderr[-600:]}
@@ -154,12 +147,6 @@ def record(out_dir=None):
     out.mkdir(parents=True, exist_ok=True)
     (out / "multi_gpu.json").write_text(json.dumps(rec, indent=1) + "\n")
     print(f"wrote {out / 'multi_gpu.json'}")
-
-
-def recorded():
-    """The newest recorded two-GPU run shipped in results/, or None."""
-    data, path = results.newest("multi_gpu.json")
-    return None if data is None else data | {"file": str(results.shown(path))}
 
 
 if __name__ == "__main__":

@@ -12,11 +12,8 @@ GPU-only results empty.
 import argparse
 import datetime
 import json
-import os
 import statistics
-import subprocess
 import sys
-import textwrap
 import time
 import traceback
 from contextlib import nullcontext
@@ -24,7 +21,8 @@ from pathlib import Path
 
 import torch
 
-from kit import results, timing
+from kit import results, timeline, timing
+from kit.devices import run_program
 from kit.timing import SYNC_MODES, device_time, host_time
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -32,7 +30,7 @@ RECORD = "timing.json"
 
 
 def add2_into(n, device):
-    """A call of our add2 that writes into a preallocated c, as the seed's torch_launch_add2(c, a, b, n) did.
+    """A call of our add2 that writes into a preallocated c, as the add2 tutorial's torch_launch_add2(c, a, b, n) did.
     Returns (fn, nbytes); fn calls the operator directly (ops.add2 also checks the kernel files for edits)."""
     from loader import ops
 
@@ -65,7 +63,7 @@ def async_launch(device, n=1 << 26, reps=5):
 
 
 def four_cases(device, n=1 << 20, warmup=10, reps=20):
-    """The seed's timing loop with each of its four synchronisation choices: per-call times of each."""
+    """The add2 tutorial's timing loop with each of its four synchronisation choices: per-call times of each."""
     fn, _ = add2_into(n, device)
     cases = {mode: list(host_time(fn, mode, device=device, warmup=warmup, reps=reps).times) for mode in SYNC_MODES}
     return {"n": n, "warmup": warmup, "reps": reps, "cases": cases}
@@ -81,9 +79,9 @@ def first_iteration(device, sizes=(1 << 20, 1 << 24), warmup=10, reps=20):
 
 
 def timelines(device, n=1 << 24, warmup=5, reps=3):
-    """torch.profiler's record of the seed's loop in each of the four cases, as timeline spans."""
+    """torch.profiler's record of the add2 tutorial's loop in each of the four cases, as timeline spans."""
     fn, _ = add2_into(n, device)
-    cases = {mode: timing.profile_timeline(fn, mode, device, warmup=warmup, reps=reps) for mode in SYNC_MODES}
+    cases = {mode: timeline.profile_timeline(fn, mode, device, warmup=warmup, reps=reps) for mode in SYNC_MODES}
     return {"n": n, "warmup": warmup, "reps": reps, "cases": cases}
 
 
@@ -105,7 +103,7 @@ def events_vs_kernel(device, n=1 << 20, reps=50):
             end.record(stream)
         ends[-1].synchronize()
         back_to_back = [s.elapsed_time(e) / 1e3 for s, e in zip(starts, ends)]
-    spans = timing.profile_timeline(fn, "both", dev, warmup=0, reps=reps)
+    spans = timeline.profile_timeline(fn, "both", dev, warmup=0, reps=reps)
     kernel = [s[2] - s[1] for s in spans if s[0] == "kernel (GPU)" and "add2" in s[3]]
     ours = device_time(fn, device=dev, flush_l2=False)
     return {"n": n, "back_to_back": back_to_back, "kernel": kernel, "device_time": ours.to_dict()}
@@ -163,35 +161,16 @@ def spread(device, n=1 << 20, reps=200):
     return {"n": n, "times": list(t.times)}
 
 
-COLD_START = textwrap.dedent("""
-    import json, sys, time, torch
-    from loader import ops
-    from kit.timing import synchronizer
-    dev = torch.device(sys.argv[1]); wait = synchronizer(dev)
-    a, b = torch.randn(1024, device=dev), torch.randn(1024, device=dev)  # small: the one-time costs are the point
-    wait()  # the GPU is set up now (CUDA context, random-number kernel): not part of what is timed
-    out = {}
-    for name, fn in (("torch.add", lambda: torch.add(a, b)), ("ops.add2", lambda: ops.add2(a, b))):
-        out[name] = []
-        for _ in range(3):
-            t0 = time.perf_counter(); fn(); wait(); out[name].append(time.perf_counter() - t0)
-    print(json.dumps(out))
-""")
-
-
 def cold_start(device):
-    """The first three calls of torch.add and of ops.add2 in a fresh Python process."""
-    dev = timing.as_device(device)
-    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    r = subprocess.run([sys.executable, "-c", COLD_START, str(dev)], capture_output=True, text=True, cwd=ROOT,
-                       env=env, timeout=900)
-    if r.returncode != 0:
+    """The first three calls of torch.add and of ops.add2 in a fresh Python process (kit/programs/cold_start.py)."""
+    r = run_program("cold_start", timing.as_device(device), timeout=900)
+    if r.result is None:
         raise RuntimeError(f"cold_start: the fresh process failed:\n{r.stderr[-3000:]}")
-    return json.loads(r.stdout.strip().splitlines()[-1])
+    return r.result
 
 
 def bandwidth_sweep(device, sizes=tuple(1 << k for k in range(12, 29, 2))):
-    """add2 float32 GB/s against n: ours, torch.add, the seed's kernel, and a copy of the same bytes; rows and
+    """add2 float32 GB/s against n: ours, torch.add, the tutorial's kernel, and a copy of the same bytes; rows and
     copies as bench/run.py writes them into bench.json (bench/bench_add2.py is the same loop, for every dtype)."""
     from loader import ops
 
@@ -221,13 +200,8 @@ def device_name(device):
     return torch.cuda.get_device_name(dev) if dev.type == "cuda" else "CPU"
 
 
-def latest(filename, kind="cuda"):
-    """The newest results/*/<filename> recorded on a `kind` device: (data, path), or (None, None)."""
-    return results.newest(filename, keep=lambda data: data.get("kind") == kind)
-
-
-def _label(data, path):
-    return f"recorded on {data['device']} on {data['date']} (torch {data['torch']}), from {results.shown(path)}"
+def _label(data):
+    return f"recorded on {data['device']} on {data['date']} (torch {data['torch']}), from {data['file']}"
 
 
 def result(name, measure):
@@ -237,16 +211,16 @@ def result(name, measure):
         data = json.loads(json.dumps(measure()))
         print(f"[{name}: measured now on {torch.cuda.get_device_name()}]")
         return data
-    data, path = latest(RECORD)
+    data = results.recorded(RECORD, keep=results.on_gpu)
     if data is None:
         print(f"[skipped: {name} needs a CUDA GPU, and no recorded GPU result is shipped with the kit yet "
               f"(`python -m kit.record_timing` on a GPU machine records one)]")
         return None
     if data.get(name) is None:
-        print(f"[skipped: {name} needs a CUDA GPU, and the recorded file {path.name} ({data['device']}, "
+        print(f"[skipped: {name} needs a CUDA GPU, and the recorded file {data['file']} ({data['device']}, "
               f"{data['date']}) has no {name} result]")
         return None
-    print(f"[{name}: {_label(data, path)}; this machine has no GPU]")
+    print(f"[{name}: {_label(data)}; this machine has no GPU]")
     return data[name]
 
 
@@ -256,13 +230,13 @@ def bench_result(measure):
         data = json.loads(json.dumps(measure()))
         print(f"[bandwidth: measured now on {data['device']}]")
         return data
-    data, path = latest("bench.json")
+    data = results.recorded("bench.json", keep=results.on_gpu)
     if data is None:
         print("[skipped: the bandwidth sweep needs a CUDA GPU, and no recorded GPU benchmark is shipped with the kit "
               "yet (`make bench` on a GPU machine records one into results/<date>-<gpu>/bench.json)]")
         return None
     rows = [r for r in data["rows"] if r["op"] == "add2" and r["pass"] == "forward" and r["dtype"] == "float32"]
-    print(f"[bandwidth: {_label(data, path)}; this machine has no GPU]")
+    print(f"[bandwidth: {_label(data)}; this machine has no GPU]")
     return {"device": data["device"], "rows": rows, "copy": data["copy"]}
 
 
@@ -317,7 +291,7 @@ def draw_four_timelines(r, title=None):
 
     fig, axes = plt.subplots(4, 1, figsize=(11, 9))
     for ax, mode in zip(axes, SYNC_MODES):
-        timing.draw_timeline(r["cases"][mode], ax=ax, title=mode)
+        timeline.draw_timeline(r["cases"][mode], ax=ax, title=mode)
     if title:
         fig.suptitle(title, fontsize=11)
     fig.tight_layout()
@@ -420,7 +394,7 @@ def summary(rec):
         lines.append(f"sync after only, n={p2(run['n'])}: first timed call {us(run['times'][0])}, "
                      f"median {us(median(run['times']))}")
     for mode, spans in (rec.get("timelines") or {}).get("cases", {}).items():
-        lines.append(f"timeline {mode}: kernels inside each timed call {timing.kernels_inside(spans)}")
+        lines.append(f"timeline {mode}: kernels inside each timed call {timeline.kernels_inside(spans)}")
     e = rec.get("events_vs_kernel")
     if e and e["kernel"]:
         lines.append(f"event pairs back to back, n={p2(e['n'])}: {us(median(e['back_to_back']))}; the kernel "

@@ -1,6 +1,7 @@
-"""Where measurements go: results/<date>-<machine>/, one folder per machine and day (LABKIT_RESULTS_DIR moves
-results/). Every recorder (make bench, kit.record_timing, kit.record_debug, kit.devices, scripts/measure_loader.py)
-and scripts/gpu_session.sh name their folder here, so one run's files land together."""
+"""Where measurements go, and how a lesson reads them back: results/<date>-<machine>/, one folder per machine and day
+(LABKIT_RESULTS_DIR moves results/). Every recorder (make bench, kit.record_timing, kit.record_debug, kit.devices,
+scripts/measure_loader.py) and scripts/gpu_session.sh name their folder here, so one run's files land together; every
+lesson that shows a GPU's results on a machine without one reads them with recorded()."""
 import datetime
 import json
 import os
@@ -46,6 +47,18 @@ def newest(filename, keep=lambda data: True):
         return None, None
     _, data, path = max(found, key=lambda f: f[0])
     return data, path
+
+
+def recorded(filename, keep=lambda data: True):
+    """The newest recording of `filename` in results/ that `keep` accepts, as its dict with "file" added (its path as
+    shown()), or None: what a lesson shows, labelled with machine and date, where it cannot measure it itself."""
+    data, path = newest(filename, keep)
+    return None if data is None else data | {"file": str(shown(path))}
+
+
+def on_gpu(data):
+    """keep= for recordings made on a GPU (their "kind" is "cuda"), not the CPU's runs of the same recorder."""
+    return data.get("kind") == "cuda"
 
 
 def shown(path):

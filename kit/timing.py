@@ -1,18 +1,17 @@
-"""Sync-correct timing for the kit: what every notebook and `make bench` measure with.
+"""Sync-correct timing for the kit: what every notebook and `make bench` measure with (kit/timeline.py draws a
+timed run, kit/plots.py draws rates against size).
 
 A CUDA launch returns before the kernel runs, so a host clock read right after it times the launch, not the
 kernel. This module gives the two right ways to time GPU work, and the wrong ways too, so notebook 04 can show
 what each one reads:
 
-- host_time(fn, sync=...): the seed tutorial's loop (warm-up, then host clock around each call), with its four
-  synchronisation choices: "both" (right), "before", "after", "none". Also the right way to time CPU work.
+- host_time(fn, sync=...): the timing loop of the Chinese add2 tutorial the lessons start from (warm-up, then host
+  clock around each call), with its four synchronisation choices: "both" (right), "before", "after", "none". Also the right way to time CPU work.
 - device_time(fn): CUDA events, timestamps the GPU itself writes in stream order, around each repetition; a
   warm-up; many repetitions; median and quartiles; an optional L2 flush before each repetition; on the device you
   name and on its current stream. benchmark(fn) picks device_time on a GPU and host_time on the CPU.
 - gbps(), time_copy(): bandwidth from the bytes an op must move, and the machine's ceiling: a device-to-device
   copy of the same number of bytes (bytes read plus bytes written).
-- profile_timeline() and draw_timeline(): torch.profiler's record of a host_time run, drawn as host rows (timed
-  region, launches, synchronizations) above the GPU's kernels, in place of the seed's Nsight Systems screenshots.
 - ToyStream: a pretend GPU (a worker thread that runs queued work in order) so the four cases can be seen
   on a machine without one.
 
@@ -28,15 +27,12 @@ How it relates to what PyTorch and Triton ship:
   default. Good for CPU code and for comparing Python overheads; it cannot show one call's time or a flushed cache.
 """
 import functools
-import json
 import queue
 import statistics
-import tempfile
 import threading
 import time
 from contextlib import nullcontext
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 
@@ -46,11 +42,6 @@ SYNC_MODES = {
     "after": "synchronize after only: right, except that the first call also waits for the warm-up",
     "none": "no synchronize: the launch alone",
 }
-
-# Rows of a timeline picture, top to bottom: what the host does above, what the GPU does below (as in Nsight Systems)
-ROWS = ["timed (host)", "op (host)", "launch (host)", "sync (host)", "kernel (GPU)"]
-ROW_COLORS = {"timed (host)": "#4c72b0", "op (host)": "#8172b2", "launch (host)": "#55a868",
-              "sync (host)": "#dd8452", "kernel (GPU)": "#c44e52"}
 
 
 class NoGPUError(RuntimeError):
@@ -185,13 +176,13 @@ def synchronizer(device=None):
 
 
 # ----------------------------------------------------------------------------------------------
-# Host timing: the seed's loop and its four synchronisation choices
+# Host timing: the add2 tutorial's loop and its four synchronisation choices
 
 def host_time(fn, sync="both", *, device=None, warmup=10, reps=10, synchronize=None, spans=None, annotate=False):
-    """Time fn() with the host clock, as the seed tutorial does: `warmup` calls, then `reps` timed calls.
+    """Time fn() with the host clock, as the add2 tutorial does: `warmup` calls, then `reps` timed calls.
 
     sync says where the loop waits for the device (SYNC_MODES): "both" before and after each timed call (right),
-    "before", "after" or "none". As in the seed, nothing waits between the warm-up and the first timed call, which
+    "before", "after" or "none". As in the tutorial, nothing waits between the warm-up and the first timed call, which
     is what makes "after" slow on its first call. The device is synchronised once before the warm-up (work queued
     before this call is not counted) and once at the end, outside every timed region (nothing is left running).
 
@@ -236,7 +227,7 @@ class ToyStream:
     """A pretend GPU for machines without one: launch(seconds) queues `seconds` of work and returns after a short
     host-side cost, like a kernel launch; a worker thread runs the queue in order, like a CUDA stream;
     synchronize() waits until the queue is empty, like torch.cuda.synchronize(). Every launch, synchronize and
-    piece of work is recorded in .spans, in the rows of a timeline picture, so draw_timeline can show it.
+    piece of work is recorded in .spans, in the rows of a timeline picture, so kit.timeline.draw_timeline can show it.
 
     The work is time.sleep, which releases Python's lock, so host and "GPU" really run at the same time."""
 
@@ -417,185 +408,6 @@ def copy_ceiling(device=None, nbytes=None, **benchmark_args):
     dev = as_device(device)
     nbytes = nbytes or (1 << (31 if dev.type == "cuda" else 28))
     return time_copy(nbytes, dev, **benchmark_args).gbps(2 * max(nbytes // 2, 1))
-
-
-# ----------------------------------------------------------------------------------------------
-# Timelines from torch.profiler
-
-_profiler_warm = set()
-
-
-def profile_timeline(fn, sync="both", device=None, warmup=3, reps=3):
-    """Run host_time(fn, sync) under torch.profiler and return its spans: [row, start_s, end_s, label], times from
-    the start of the run. Rows (ROWS): the timed regions and warm-up, host-side launches and synchronizations,
-    and the GPU's kernels (CPU ops instead where there is no GPU)."""
-    from torch.profiler import ProfilerActivity, profile
-
-    dev = as_device(device)
-    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if dev.type == "cuda" else [])
-    if dev.type not in _profiler_warm:  # the first profile of a process pays for starting the tracer: not here
-        with profile(activities=activities):
-            fn()
-            synchronizer(dev)()
-        _profiler_warm.add(dev.type)
-    with profile(activities=activities) as prof:
-        host_time(fn, sync, device=dev, warmup=warmup, reps=reps, annotate=True)
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "trace.json"
-        prof.export_chrome_trace(str(path))
-        trace = json.loads(path.read_text())
-    return spans_from_trace(trace)
-
-
-GPU_CATEGORIES = ("kernel", "gpu_memset", "gpu_memcpy")
-
-
-def _row_of(event, has_gpu):
-    cat, name = event.get("cat", ""), event.get("name", "")
-    if cat == "user_annotation" and (name.startswith("timed #") or name == "warm-up"):
-        return "timed (host)"
-    if cat in ("cuda_runtime", "cuda_driver"):
-        if "Synchronize" in name:
-            return "sync (host)"
-        if "Launch" in name or "Memset" in name or "Memcpy" in name:
-            return "launch (host)"
-    if cat in GPU_CATEGORIES:
-        return "kernel (GPU)"
-    if cat == "cpu_op" and not has_gpu:
-        return "op (host)"
-    return None
-
-
-def spans_from_trace(trace):
-    """Spans [row, start_s, end_s, label] from a Chrome trace as torch.profiler exports it (times there are in
-    microseconds, on one clock for host and GPU), keeping what falls within host_time's run."""
-    events = [e for e in trace.get("traceEvents", []) if e.get("ph") == "X" and "dur" in e and "ts" in e]
-    runs = [e for e in events if e.get("cat") == "user_annotation" and e.get("name") == "host_time"]
-    if runs:
-        t_start, t_end = runs[0]["ts"], runs[0]["ts"] + runs[0]["dur"]
-    else:
-        t_start = min((e["ts"] for e in events), default=0.0)
-        t_end = max((e["ts"] + e["dur"] for e in events), default=0.0)
-    has_gpu = any(e.get("cat") in GPU_CATEGORIES for e in events)
-    spans = []
-    for e in events:
-        row = _row_of(e, has_gpu)
-        start, end = float(e["ts"]), float(e["ts"]) + float(e["dur"])
-        if row is None or end < t_start or start > t_end:
-            continue
-        spans.append([row, (start - t_start) / 1e6, (end - t_start) / 1e6, e.get("name", "")])
-    spans.sort(key=lambda s: (ROWS.index(s[0]), s[1]))
-    return spans
-
-
-def rebase(spans):
-    """Spans with times counted from the earliest one (ToyStream's spans are on the raw perf_counter clock)."""
-    t0 = min(s[1] for s in spans)
-    return sorted(([s[0], s[1] - t0, s[2] - t0, s[3]] for s in spans), key=lambda s: (ROWS.index(s[0]), s[1]))
-
-
-def kernels_inside(spans, slack=2e-6):
-    """For each timed call of a timeline, how many kernels ran entirely inside it: 1 when the timer brackets
-    its kernel, 0 when it timed only the launch, more when it also waited for earlier work. `slack` allows for
-    the profiler's alignment of the GPU's clock with the host's."""
-    kernels = [s for s in spans if s[0] == "kernel (GPU)"]
-    return [sum(1 for k in kernels if k[1] >= t[1] - slack and k[2] <= t[2] + slack)
-            for t in spans if t[0] == "timed (host)" and t[3].startswith("timed")]
-
-
-def draw_timeline(spans, ax=None, title=None):
-    """Draw spans as horizontal bars, one row per kind of activity: host rows on top, the GPU at the bottom.
-    Each timed call is labelled with the time the host clock read for it."""
-    import matplotlib.pyplot as plt
-
-    rows = [r for r in ROWS if any(s[0] == r for s in spans)]
-    if ax is None:
-        _, ax = plt.subplots(figsize=(11, 0.6 + 0.5 * len(rows)))
-    end = max(s[2] for s in spans)
-    scale, unit = (1e3, "ms") if end > 5e-3 else (1e6, "us")
-    min_width = end * scale / 400  # a 2 us launch stays visible on a 2 ms axis
-    for y, row in enumerate(rows):
-        mine = [s for s in spans if s[0] == row]
-        colors = ["#bbbbbb" if s[3] == "warm-up" else ROW_COLORS[row] for s in mine]
-        ax.broken_barh([(s[1] * scale, max((s[2] - s[1]) * scale, min_width)) for s in mine], (y - 0.35, 0.7),
-                       facecolors=colors, edgecolor="white", linewidth=0.3)
-        if row == "timed (host)":
-            for s in mine:
-                if (s[2] - s[1]) < end / 15:  # no room for a label: it would cover its neighbours'
-                    continue
-                text = "warm-up" if s[3] == "warm-up" else fmt_time(s[2] - s[1])
-                ax.text((s[1] + s[2]) / 2 * scale, y, text, ha="center", va="center", fontsize=7, color="black")
-    ax.set_yticks(range(len(rows)))
-    ax.set_yticklabels(rows)
-    ax.set_ylim(len(rows) - 0.5, -0.5)
-    ax.set_xlabel(f"time ({unit})")
-    readings = [fmt_time(s[2] - s[1]) for s in spans if s[0] == "timed (host)" and s[3].startswith("timed")]
-    if title or readings:
-        what = f"host clock read {', '.join(readings[:6])}" if readings else ""
-        ax.set_title(f"{title}; {what}" if title and what else title or what, fontsize=10, loc="left")
-    return ax
-
-
-# ----------------------------------------------------------------------------------------------
-# Bandwidth against size
-
-IMPL_ORDER = ["ours", "torch", "seed"]
-
-
-def _plot_rates(rows, rate, ax, title):
-    """One median line and quartile band per implementation (rate(row, seconds) -> y), ours and torch first, the
-    others in the order they were measured (the lesson's versions come simplest first). Returns the axes."""
-    import matplotlib.pyplot as plt
-
-    if ax is None:
-        _, ax = plt.subplots(figsize=(7, 4))
-    first = {}
-    for i, r in enumerate(rows):
-        first.setdefault(r["impl"], i)
-    for impl in sorted(first, key=lambda i: (IMPL_ORDER.index(i) if i in IMPL_ORDER else 99, first[i])):
-        mine = sorted((r for r in rows if r["impl"] == impl), key=lambda r: r["n"])
-        ns = [r["n"] for r in mine]
-        ax.plot(ns, [rate(r, r["median_s"]) for r in mine], marker="o", markersize=3, label=impl)
-        ax.fill_between(ns, [rate(r, r["q75_s"]) for r in mine], [rate(r, r["q25_s"]) for r in mine], alpha=0.25)
-    ax.set_xscale("log", base=2)
-    if title:
-        ax.set_title(title, fontsize=10)
-    return ax
-
-
-def plot_bandwidth(rows, copies, ax=None, title=None):
-    """GB/s against element count (log2 axis) for one op/pass/dtype: a median line with a quartile band per
-    implementation, and the copy ceiling for the same bytes as a dashed line.
-
-    rows: dicts with n, impl, nbytes, median_s, q25_s, q75_s (bench.json's rows); copies: dicts with nbytes and
-    median_s (bench.json's copy list)."""
-    ax = _plot_rates(rows, lambda r, s: gbps(r["nbytes"], s), ax, title)
-    copy_by_bytes = {c["nbytes"]: c for c in copies}
-    ceiling = sorted({(r["n"], r["nbytes"]) for r in rows if r["nbytes"] in copy_by_bytes})
-    if ceiling:
-        ax.plot([n for n, _ in ceiling], [gbps(b, copy_by_bytes[b]["median_s"]) for _, b in ceiling],
-                "k--", linewidth=1, label="copy (same bytes)")
-    ax.set_xlabel("elements (n)")
-    ax.set_ylabel("GB/s")
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8)
-    return ax
-
-
-def plot_tflops(rows, peak=None, ax=None, title=None):
-    """TFLOP/s against size for one compute-bound op/dtype (matmul: n = M = N = K, log2 axis): a median line with a
-    quartile band per implementation, and the device's peak as a dashed line when known.
-
-    rows: dicts with n, impl, flops, median_s, q25_s, q75_s (bench.json's matmul rows)."""
-    ax = _plot_rates(rows, lambda r, s: tflops(r["flops"], s), ax, title)
-    if peak:
-        ax.axhline(peak, color="k", linestyle="--", linewidth=1, label=f"peak {peak:.0f} TFLOP/s")
-    ax.set_yscale("log")
-    ax.set_xlabel("n (M = N = K)")
-    ax.set_ylabel("TFLOP/s")
-    ax.grid(True, alpha=0.3, which="both")
-    ax.legend(fontsize=8)
-    return ax
 
 
 # ----------------------------------------------------------------------------------------------

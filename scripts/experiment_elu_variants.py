@@ -3,11 +3,9 @@ each built from a scratch copy of kernels/elu and timed beside F.elu, PyTorch's 
 
     VARIANTS="base,fwd-2x256,bwd-1x256,streaming" python scripts/experiment_elu_variants.py   (prints the ratios)
 
-elu-variants-3.json (bwd-1x256 was then adopted): streaming hints cost 5-9%; 256-thread forward blocks 1-3%.
-
 A variant is `fwd-PxT` / `bwd-PxT` (packs per thread x threads per block), `streaming` (loads and stores with the
 evict-first hints __ldcs / __stcs), or `base` (elu.cu as it is). Writes $OUT/elu_variants.json where OUT is set.
-Its results: results/2026-12-01-nvidia-h200/elu-variants*.json."""
+Its runs on an H200, which chose elu.cu's block sizes and packs per thread: results/*/elu-variants*.json."""
 import json
 import os
 import re

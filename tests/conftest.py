@@ -49,8 +49,8 @@ def pytest_report_header(config):
 # order they are written. A file is one group (what --dist loadfile does: its tests may build on one another), but
 # in these files no test relies on another's effects, so a group is one value of the parameter named here (a build
 # way, a notebook), or every n-th test for a number n; each worker sets up the module fixtures of its groups
-# itself. Without this the longest file sets the time of the whole run: on the H200 test_builds alone took 513 s
-# of a 524 s run (results/2026-12-01-nvidia-h200/pytest.xml).
+# itself. Without this the longest file sets the time of the whole run: test_builds, which compiles every op several
+# ways, would take nearly all of it on one worker.
 XDIST_SPLIT = {"test_builds.py": "built", "test_notebooks.py": "path", "test_grade.py": 4}
 
 
@@ -111,10 +111,10 @@ def run_python(code, env=None, timeout=600, cwd=ROOT):
 def assert_sanitizer_clean(check, code, done):
     """Run `code` in a child under compute-sanitizer's `check` (memcheck, racecheck): it must print `done` (it ran to
     the end), the tool must reach its summary of zero, and report nothing of the program's own."""
-    from kit import debugging
+    from kit import sanitizers
 
-    r, lines = debugging.sanitize(check, code)
+    r, lines = sanitizers.sanitize(check, code)
     assert done in r.stdout, (r.stdout[-2000:], r.stderr[-3000:])
     text = "\n".join(lines)
     assert "ERROR SUMMARY: 0 errors" in text or (check == "racecheck" and "RACECHECK SUMMARY: 0 hazards" in text), text
-    assert not [ln for ln in debugging.findings(lines) if "COMPUTE-SANITIZER" not in ln and "SUMMARY" not in ln], text
+    assert not [ln for ln in sanitizers.findings(lines) if "COMPUTE-SANITIZER" not in ln and "SUMMARY" not in ln], text

@@ -100,7 +100,7 @@ def test_unknown_version():
 
 
 def test_seed_version_has_no_cpu_path():
-    with pytest.raises(RuntimeError, match="seed tutorial's CUDA kernel and has no CPU version"):
+    with pytest.raises(RuntimeError, match="add2 tutorial's CUDA kernel and has no CPU version"):
         ops.add2(torch.randn(3), torch.randn(3), version="seed")
 
 

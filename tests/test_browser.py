@@ -48,8 +48,8 @@ def lab(tmp_path):
         shutil.copytree(ROOT / part, kit / part, ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints"))
     shutil.copy2(ROOT / "loader.py", kit / "loader.py")
     settings = tmp_path / "settings"
-    for plugin, values in {"notebook-extension/tracker": {"windowingMode": "none"},
-                           "apputils-extension/notification": {"fetchNews": "false", "checkForUpdates": False}}.items():
+    # the notification settings (no Jupyter-news pop-up) come from the kit's .jupyter/labconfig, as under `make lab`
+    for plugin, values in {"notebook-extension/tracker": {"windowingMode": "none"}}.items():
         path = settings / "@jupyterlab" / f"{plugin}.jupyterlab-settings"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(values))
@@ -60,6 +60,7 @@ def lab(tmp_path):
            "notebooks/01_add2.ipynb"]
     log = open(tmp_path / "jupyterlab.log", "w")
     env = {**os.environ, "PYTHONPATH": str(kit), "JUPYTER_CONFIG_DIR": str(tmp_path / "jupyter-config"),
+           "JUPYTER_CONFIG_PATH": str(ROOT / ".jupyter"),
            "JUPYTER_RUNTIME_DIR": str(tmp_path / "jupyter-runtime"), "LABKIT_BUILD_DIR": str(tmp_path / "build")}
     server = subprocess.Popen(cmd, cwd=kit, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     try:

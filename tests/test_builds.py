@@ -4,6 +4,7 @@ loader and pass the same op tests: tests/test_<op>.py, run by a child pytest who
 loader's ops, and a second library for labkit::add2 loaded here would replace their kernels.
 CPU-only builds everywhere; CUDA builds where there is a GPU (and, compiled only, where there is nvcc but no GPU)."""
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -12,11 +13,11 @@ import pytest
 from conftest import HAS_CUDA, ROOT
 
 from kit import build_ways as builds
-from kit.debugging import can_compile_cuda, resource_usage, tool
+from kit.resources import can_compile_cuda, resource_usage, tool
 from building.toolchain import elf_needed
 
-OPS = builds.DEFAULT_OPS
-OP_TESTS = [str(ROOT / "tests" / f"test_{op}.py") for op in OPS]
+OPS = builds.DEFAULT_OPS  # every op folder of kernels/
+OP_TESTS = [str(p) for p in (ROOT / "tests" / f"test_{op}.py" for op in OPS) if p.is_file()]
 
 
 @pytest.fixture(scope="module", params=[
@@ -41,6 +42,22 @@ def _pytest_child(built, *args):
                           capture_output=True, text=True, timeout=3600)
 
 
+def test_every_op_folder_is_built_and_no_build_way_lists_its_ops(tmp_path):
+    """A new kernels/<op>/ with an op.py joins the AOT and CMake builds with no edit elsewhere; an exercise (a folder
+    with a check.py) and common/ do not."""
+    from building.builds import lesson_ops
+
+    for folder, files in (("new_op", ["op.py"]), ("ex_stub", ["op.py", "check.py"]), ("common", ["kit.h"])):
+        (tmp_path / folder).mkdir()
+        for name in files:
+            (tmp_path / folder / name).write_text("")
+    assert lesson_ops(tmp_path) == ("new_op",)
+    assert {"add2", "elu", "sum", "matmul"} <= set(OPS)
+    for path in ("building/builds.py", "aot/setup.py", "cmake/CMakeLists.txt"):
+        text = (ROOT / path).read_text()
+        assert not re.search(r"""["'](add2|elu|sum|matmul)["']|LABKIT_OPS "[a-z]""", text), f"{path} names ops"
+
+
 def test_each_op_has_its_own_library(built):
     assert set(built.libraries) == set(OPS), built.log[-3000:]
     for op, so in built.libraries.items():
@@ -54,7 +71,8 @@ def test_each_op_has_its_own_library(built):
 
 
 def test_prebuilt_ops_pass_the_op_tests(built):
-    """The JIT build's own op tests (against a + b, F.elu, aten.elu_backward), run on the prebuilt libraries."""
+    """The JIT build's own op tests (tests/test_<op>.py: against a + b, F.elu, torch.sum, torch.matmul ...), run on
+    the prebuilt libraries."""
     r = _pytest_child(built, *OP_TESTS)
     summary = r.stdout.strip().splitlines()[-1] if r.stdout.strip() else ""
     assert r.returncode == 0, r.stdout[-6000:] + r.stderr[-3000:]

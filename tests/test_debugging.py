@@ -10,9 +10,10 @@ import pytest
 import torch
 from conftest import ROOT
 
-from kit import debugging
-from kit.debugging import (CPU_OOB_LINE, OOB_LINE, RACE_READ_LINE, RACE_WRITE_LINE, asan_oob, asan_report,
-                           asan_runtime, can_compile_cuda, line_of, oob_run, printed, tool, where)
+from kit import debugging, fast_math, resources, results, sanitizers
+from kit.debugging import CPU_OOB_LINE, OOB_LINE, RACE_READ_LINE, RACE_WRITE_LINE, line_of, oob_run, printed, where
+from kit.resources import can_compile_cuda, tool
+from kit.sanitizers import asan_oob, asan_report, asan_runtime
 from loader import ops
 
 FAR = 1000 + (1 << 28)  # a GiB past the end of a 1000-float tensor: out of the memory the process owns
@@ -169,7 +170,7 @@ _no_sanitizer = pytest.mark.skipif(tool("compute-sanitizer") is None, reason="no
 @pytest.mark.cuda
 @_no_sanitizer
 def test_memcheck_names_the_line_of_the_out_of_bounds_write():
-    r, lines = debugging.sanitize("memcheck", debugging.MEMCHECK_CHILD)
+    r, lines = sanitizers.sanitize("memcheck", sanitizers.MEMCHECK_PROGRAM)
     text = "\n".join(lines)
     assert "Invalid __global__ write of size 4 bytes" in text, (text, r.stderr[-2000:])
     assert where(OOB_LINE) in text, text
@@ -181,7 +182,7 @@ def test_memcheck_names_the_line_of_the_out_of_bounds_write():
 def test_memcheck_misses_it_inside_pytorchs_cached_blocks():
     """With PyTorch's caching allocator, the write past the tensor is still inside memory CUDA handed out: memcheck
     sees nothing. Hence PYTORCH_NO_CUDA_MEMORY_CACHING=1 in sanitize()."""
-    r, lines = debugging.sanitize("memcheck", debugging.MEMCHECK_CHILD, caching=True)
+    r, lines = sanitizers.sanitize("memcheck", sanitizers.MEMCHECK_PROGRAM, caching=True)
     text = "\n".join(lines)
     assert "ERROR SUMMARY" in text, (text, r.stderr[-2000:])  # memcheck did run to its summary
     assert "Invalid __global__ write" not in text, text
@@ -190,7 +191,7 @@ def test_memcheck_misses_it_inside_pytorchs_cached_blocks():
 @pytest.mark.cuda
 @_no_sanitizer
 def test_racecheck_names_both_lines_of_the_race_and_not_the_right_kernel():
-    r, lines = debugging.sanitize("racecheck", debugging.RACECHECK_CHILD)
+    r, lines = sanitizers.sanitize("racecheck", sanitizers.RACECHECK_PROGRAM)
     text = "\n".join(lines)
     assert where(RACE_WRITE_LINE) in text and where(RACE_READ_LINE) in text, (text, r.stderr[-2000:])
     assert "smem_race_kernel" in text and "smem_reverse_kernel" not in text, text
@@ -216,7 +217,7 @@ def _ptxas_entries(text):
 
 @_no_nvcc
 def test_ptxas_reports_registers_spills_shared_memory_and_barriers():
-    entries = _ptxas_entries(debugging.ptxas_report())
+    entries = _ptxas_entries(resources.ptxas_report())
     assert set(entries) == {"printf_kernel", "oob_write_kernel", "smem_race_kernel", "smem_reverse_kernel"}
     for name, text in entries.items():
         assert "0 bytes spill stores, 0 bytes spill loads" in text, (name, text)
@@ -230,9 +231,9 @@ def test_ptxas_reports_registers_spills_shared_memory_and_barriers():
 @_no_nvcc
 @pytest.mark.skipif(tool("cuobjdump") is None, reason="no cuobjdump (CUDA toolkit, or Triton's copy)")
 def test_cuobjdump_reads_the_same_counts_from_the_built_library():
-    so = debugging.cuda_build_of("debug_lab")
+    so = resources.cuda_build_of("debug_lab")
     assert "-lineinfo" in (so.parent / "build.ninja").read_text(), "op.py's CUDA_FLAGS reach nvcc"
-    rows = {r["kernel"].split("(")[0]: r for r in debugging.resource_usage(so)}
+    rows = {r["kernel"].split("(")[0]: r for r in resources.resource_usage(so)}
     assert set(rows) == {"printf_kernel", "oob_write_kernel", "smem_race_kernel", "smem_reverse_kernel"}
     assert all(r["local"] == 0 for r in rows.values()), "no kernel spills registers to local memory"
     # the 256-float tile, as declared: for sm_90 cuobjdump counts the driver's 1 KB per block in too (2048)
@@ -251,14 +252,14 @@ _no_elu = pytest.mark.skipif(not (ROOT / "kernels" / "elu").is_dir(), reason="ke
 def test_fast_math_flushes_subnormals_in_elus_code():
     """No GPU needed: --use_fast_math makes nvcc emit .ftz (flush subnormals to zero) on most float instructions."""
     cu = ROOT / "kernels" / "elu" / "elu.cu"
-    default, fast = debugging.ptx_counts(cu), debugging.ptx_counts(cu, ("--use_fast_math",))
+    default, fast = resources.ptx_counts(cu), resources.ptx_counts(cu, ("--use_fast_math",))
     assert fast[".ftz (flush subnormals)"] > 2 * default[".ftz (flush subnormals)"], (default, fast)
 
 
 @pytest.mark.cuda
 @_no_elu
 def test_fast_math_changes_elus_results_and_the_default_build_does_not():
-    rows = {(r["build"], r["kernel"]): r for r in debugging.fast_math_effect()}
+    rows = {(r["build"], r["kernel"]): r for r in fast_math.fast_math_effect()}
     assert rows[("default", "ops.elu forward (expm1f)")]["differ"] == 0, "the default build is bit-identical to F.elu"
     fast = rows[("--use_fast_math", "ops.elu forward (expm1f)")]
     assert fast["differ"] > 0, "subnormal inputs are flushed to zero under --use_fast_math"
@@ -278,7 +279,7 @@ def test_sanitizer_findings_drop_the_notes_on_pytorchs_own_failing_calls():
              "========= Invalid __global__ write of size 4 bytes",
              "=========     at oob_write_kernel(float *, long)+0x70 in debug_lab.cu:31",
              "========= ERROR SUMMARY: 2 errors"]
-    assert debugging.findings(lines) == [lines[0]] + lines[3:]
+    assert sanitizers.findings(lines) == [lines[0]] + lines[3:]
 
 
 def test_recorded_is_the_newest_recording(tmp_path, monkeypatch):
@@ -286,9 +287,9 @@ def test_recorded_is_the_newest_recording(tmp_path, monkeypatch):
         (tmp_path / "results" / f"{date}-{gpu}").mkdir(parents=True)
         (tmp_path / "results" / f"{date}-{gpu}" / "debug.json").write_text(json.dumps({"date": date, "gpu": gpu}))
     monkeypatch.setenv("LABKIT_RESULTS_DIR", str(tmp_path / "results"))
-    assert debugging.recorded()["gpu"] == "new"
+    assert results.recorded("debug.json")["gpu"] == "new"
     monkeypatch.setenv("LABKIT_RESULTS_DIR", str(tmp_path / "nothing"))
-    assert debugging.recorded() is None
+    assert results.recorded("debug.json") is None
 
 
 H100_LIKE = types.SimpleNamespace(major=9, minor=0, warp_size=32, max_threads_per_multi_processor=2048,
@@ -309,6 +310,6 @@ H100_LIKE = types.SimpleNamespace(major=9, minor=0, warp_size=32, max_threads_pe
 ])
 def test_theoretical_occupancy_follows_the_occupancy_calculator(registers, shared, threads, blocks, occupancy,
                                                                 limited_by):
-    got = debugging.theoretical_occupancy(registers, shared, threads, H100_LIKE)
+    got = resources.theoretical_occupancy(registers, shared, threads, H100_LIKE)
     assert got == {"blocks_per_sm": blocks, "occupancy": occupancy, "limited_by": limited_by}
 

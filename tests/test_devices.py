@@ -1,4 +1,4 @@
-"""Choosing the GPU: guarded ops are right on every GPU whatever GPU is current; the seed's unguarded launch and
+"""Choosing the GPU: guarded ops are right on every GPU whatever GPU is current; the unguarded launch and
 its cudaSetDevice fix are characterised (in child processes); isolation, renumbering, per-device sync, archs."""
 import os
 import subprocess
@@ -51,7 +51,7 @@ def test_unguarded_on_the_current_gpu_is_right():
 
 @pytest.mark.gpu2
 def test_unguarded_launch_on_two_gpus_is_characterised(capsys):
-    """The seed's bug: data on cuda:1, cuda:0 current. Outcome depends on the hardware and on whether peer access
+    """The wrong-GPU bug: data on cuda:1, cuda:0 current. Outcome depends on the hardware and on whether peer access
     was enabled; whichever it is, the child reports it and the guarded op in the same situation is right."""
     cold = unguarded_case("unguarded", data=1, current=0)
     warm = unguarded_case("unguarded", data=1, current=0, peer_copy_first=True)

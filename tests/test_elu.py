@@ -1,5 +1,5 @@
 """ops.elu against PyTorch's own F.elu and aten.elu_backward: forward and backward in every dtype, every 16-bit
-input, awkward sizes, views, alpha, gradcheck, opcheck, torch.compile, live rebuild, the seed's kernels, bad input."""
+input, awkward sizes, views, alpha, gradcheck, opcheck, torch.compile, live rebuild, the ELU tutorial's kernels, bad input."""
 import pytest
 import torch
 import torch.nn.functional as F
@@ -224,7 +224,7 @@ def test_live_rebuild_of_the_cpu_kernel(kit_copy, capsys):
     torch.testing.assert_close(ops.elu(x), F.elu(x), **TOL[torch.float32])
 
 
-# -- the seed's kernels --------------------------------------------------------------------------------------
+# -- the ELU tutorial's kernels --------------------------------------------------------------------------------------
 
 
 def test_unknown_version():
@@ -234,7 +234,7 @@ def test_unknown_version():
 
 @pytest.mark.parametrize("version", ["seed", "seed_smem"])
 def test_seed_versions_have_no_cpu_path_and_alpha_one(version):
-    with pytest.raises(RuntimeError, match=f'version="{version}"\\) is the seed tutorial\'s CUDA kernel and has '
+    with pytest.raises(RuntimeError, match=f'version="{version}"\\) is the ELU tutorial\'s CUDA kernel and has '
                                            "no CPU version"):
         ops.elu(torch.randn(3), version=version)
     with pytest.raises(ValueError, match="alpha is fixed at 1.0"):
@@ -245,9 +245,9 @@ def test_seed_versions_have_no_cpu_path_and_alpha_one(version):
 @pytest.mark.parametrize("version", ["seed", "seed_smem"])
 @pytest.mark.parametrize("n", [0, 1, 255, 256, 257, 1000, (1 << 20) + 3])
 def test_seed_versions(version, n):
-    """Both seed kernels give F.elu's results, including a partial last block (the smem kernel's barriers)."""
+    """Both of the tutorial's kernels give F.elu's results, including a partial last block (the smem kernel's barriers)."""
     x = _x(n, torch.float32, "cuda")
-    # the seed computes expf(x) - 1, which loses digits near 0: the default float32 tolerance, not ours
+    # the tutorial computes expf(x) - 1, which loses digits near 0: the default float32 tolerance, not ours
     torch.testing.assert_close(ops.elu(x, version=version), F.elu(x))
     with pytest.raises(TypeError, match="float32 only"):
         ops.elu(x.double(), version=version)

@@ -1,4 +1,4 @@
-"""A class on one server (issue 18): the hub of hub/jupyterhub_config.py, started as `make hub` starts it (the
+"""A class on one server: the hub of hub/jupyterhub_config.py, started as `make hub` starts it (the
 quick-start mode: one account, a home per student), on loopback ports, with the students' shared password made up
 here. Four students log in through the hub's REST API, start their servers, and in each, through a kernel of their
 own (the Jupyter server's REST API and its websocket kernel protocol, through the hub's proxy), build add2, edit

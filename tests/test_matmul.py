@@ -5,7 +5,7 @@ import pytest
 import torch
 from conftest import DEVICES, assert_sanitizer_clean
 
-from kit import debugging
+from kit import resources
 from loader import ops
 
 DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
@@ -318,7 +318,7 @@ print("matmul-child-done")
 
 
 @pytest.mark.cuda
-@pytest.mark.skipif(debugging.tool("compute-sanitizer") is None, reason="no compute-sanitizer here")
+@pytest.mark.skipif(resources.tool("compute-sanitizer") is None, reason="no compute-sanitizer here")
 @pytest.mark.parametrize("check", ["memcheck", "racecheck"])
 def test_compute_sanitizer_finds_nothing(check):
     from loader import ops as built  # build in this process first: the child then only loads
@@ -344,7 +344,7 @@ print("matmul-hopper-child-done")
 
 @pytest.mark.cuda
 @pytest.mark.skipif(not on_hopper(), reason="the Hopper versions need a Hopper GPU (compute capability 9.0)")
-@pytest.mark.skipif(debugging.tool("compute-sanitizer") is None, reason="no compute-sanitizer here")
+@pytest.mark.skipif(resources.tool("compute-sanitizer") is None, reason="no compute-sanitizer here")
 @pytest.mark.parametrize("check", ["memcheck", "racecheck", "synccheck"])
 def test_compute_sanitizer_finds_nothing_in_the_hopper_versions(check):
     from loader import ops as built

@@ -7,7 +7,7 @@ import pytest
 import torch
 from conftest import DEVICES, assert_sanitizer_clean
 
-from kit import debugging
+from kit import resources
 from loader import ops
 
 DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
@@ -130,7 +130,7 @@ def test_offset_data_is_as_accurate_as_torch_sum(device):
     - each error at most 2 ulps for the whole sum and 3 for the worst row: rounding the result alone costs up to
       half an ulp and the tree's top levels add about as much again (torch.sum itself reached 1.4 and 2.5 over 40
       seeds);
-    - on average no worse than twice torch.sum's error (issue 16). Not input by input: both errors are a fraction
+    - on average no worse than twice torch.sum's error. Not input by input: both errors are a fraction
       of an ulp, so on one input either may be the luckier one (CI once drew one where torch.sum erred by 0.06 ulp
       and ours by 1.06)."""
     errors = [offset_errors(device, seed) for seed in range(8)]
@@ -278,7 +278,7 @@ print("sum-child-done")
 
 
 @pytest.mark.cuda
-@pytest.mark.skipif(debugging.tool("compute-sanitizer") is None, reason="no compute-sanitizer here")
+@pytest.mark.skipif(resources.tool("compute-sanitizer") is None, reason="no compute-sanitizer here")
 @pytest.mark.parametrize("check", ["memcheck", "racecheck"])
 def test_compute_sanitizer_finds_nothing(check):
     from loader import ops as built  # build in this process first: the child then only loads

@@ -5,7 +5,7 @@ queued work behaves like a GPU's), device_time's logic on a stand-in for torch.c
 without a GPU, and `bench/run.py --cpu` and `kit.record_timing --cpu` end to end.
 On the GPU: a spin of known length (calibrated against the host clock, not against events) read by the event
 timer within 3% and by the right host timer within launch overhead, and the wrong host timers reading what the
-seed tutorial says they read.
+add2 tutorial (notebook 04) says they read.
 """
 import importlib.util
 import itertools
@@ -23,7 +23,7 @@ import pytest
 import torch
 from conftest import HAS_CUDA, ROOT
 
-from kit import record_timing, timing
+from kit import record_timing, timeline, timing
 from kit.timing import NoGPUError, ToyStream, host_time
 
 matplotlib.use("Agg")
@@ -80,7 +80,7 @@ def test_fmt_time():
 
 
 # ----------------------------------------------------------------------------------------------
-# Host timing: the seed's four cases
+# Host timing: the add2 tutorial's four cases
 
 SLEEP = 5e-3
 
@@ -94,7 +94,7 @@ def test_host_time_of_synchronous_work(sync):
 
 
 @pytest.mark.parametrize("sync, expected", [
-    # warm-up (2 calls, no wait after it, as in the seed), 2 timed calls, then the final wait outside the timing
+    # warm-up (2 calls, no wait after it, as in the add2 tutorial), 2 timed calls, then the final wait outside the timing
     ("both", "S F F | S F S | S F S | S"),
     ("before", "S F F | S F | S F | S"),
     ("after", "S F F | F S | F S | S"),
@@ -136,16 +136,16 @@ def test_toy_timeline_shows_which_kernels_each_timer_covers(toy):
     def spans(sync):
         toy.spans.clear()
         host_time(lambda: toy.launch(WORK), sync, warmup=3, reps=3, synchronize=toy.synchronize, spans=toy.spans)
-        return timing.rebase(toy.spans)
+        return timeline.rebase(toy.spans)
 
-    assert timing.kernels_inside(spans("both")) == [1, 1, 1]
-    assert timing.kernels_inside(spans("before")) == [0, 0, 0]
-    first, *rest = timing.kernels_inside(spans("after"))
+    assert timeline.kernels_inside(spans("both")) == [1, 1, 1]
+    assert timeline.kernels_inside(spans("before")) == [0, 0, 0]
+    first, *rest = timeline.kernels_inside(spans("after"))
     assert first >= 2 and rest == [1, 1]  # the queued warm-up kernels, and its own
     s = spans("none")
-    assert timing.kernels_inside(s) == [0, 0, 0]
+    assert timeline.kernels_inside(s) == [0, 0, 0]
     assert {row for row, *_ in s} == {"timed (host)", "launch (host)", "sync (host)", "kernel (GPU)"}
-    ax = timing.draw_timeline(s, title="none")
+    ax = timeline.draw_timeline(s, title="none")
     assert [t.get_text() for t in ax.get_yticklabels()] == ["timed (host)", "launch (host)", "sync (host)",
                                                            "kernel (GPU)"]
 
@@ -326,16 +326,16 @@ def test_spans_from_a_gpu_trace():
               ("kernel", "profiler's own", 600, 5)]
     trace = {"traceEvents": [{"ph": "X", "cat": c, "name": n, "ts": ts, "dur": d} for c, n, ts, d in events]
              + [{"ph": "M", "name": "process_name"}]}
-    spans = timing.spans_from_trace(trace)
+    spans = timeline.spans_from_trace(trace)
     assert [(row, label) for row, _, _, label in spans] == [
         ("timed (host)", "warm-up"), ("timed (host)", "timed #0"), ("launch (host)", "cudaLaunchKernel"),
         ("sync (host)", "cudaDeviceSynchronize"), ("kernel (GPU)", "add2_vec_kernel")]
     assert spans[4][1:3] == pytest.approx([30e-6, 210e-6])  # seconds from host_time's start
-    assert timing.kernels_inside(spans) == [1]
+    assert timeline.kernels_inside(spans) == [1]
 
 
 def test_profile_timeline_of_cpu_work():
-    spans = timing.profile_timeline(lambda: time.sleep(SLEEP), "both", device="cpu", warmup=1, reps=3)
+    spans = timeline.profile_timeline(lambda: time.sleep(SLEEP), "both", device="cpu", warmup=1, reps=3)
     timed = [s for s in spans if s[0] == "timed (host)" and s[3].startswith("timed")]
     assert len(timed) == 3
     assert all(SLEEP <= end - start < 2 * SLEEP for _, start, end, _ in timed)  # one sleep each, give or take noise
@@ -588,13 +588,13 @@ def test_host_timer_cases_read_what_the_seed_says(spin_fn):
 
 @pytest.mark.cuda
 def test_timeline_shows_which_kernels_each_timer_covers(spin_fn):
-    spans = timing.profile_timeline(spin_fn, "both", warmup=2, reps=3)
+    spans = timeline.profile_timeline(spin_fn, "both", warmup=2, reps=3)
     kernels = [s for s in spans if s[0] == "kernel (GPU)"]
     assert len(kernels) == 5  # 2 warm-up + 3 timed
     assert all(abs((end - start) / SPIN - 1) < 0.03 for _, start, end, _ in kernels), kernels
-    assert timing.kernels_inside(spans) == [1, 1, 1]
+    assert timeline.kernels_inside(spans) == [1, 1, 1]
     assert {"launch (host)", "sync (host)"} <= {s[0] for s in spans}
-    assert timing.kernels_inside(timing.profile_timeline(spin_fn, "before", warmup=2, reps=3)) == [0, 0, 0]
+    assert timeline.kernels_inside(timeline.profile_timeline(spin_fn, "before", warmup=2, reps=3)) == [0, 0, 0]
 
 
 @pytest.mark.cuda

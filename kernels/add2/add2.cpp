@@ -38,7 +38,7 @@ static void add2_out_cpu_impl(const at::Tensor& a, const at::Tensor& b, at::Tens
 }
 
 static at::Tensor add2_seed_cpu_impl(const at::Tensor& a, const at::Tensor&) {
-    TORCH_CHECK(false, "add2(version=\"seed\") is the seed tutorial's CUDA kernel and has no CPU version; "
+    TORCH_CHECK(false, "add2(version=\"seed\") is the add2 tutorial's CUDA kernel and has no CPU version; "
                 "a is on ", a.device(), ". Use a CUDA tensor, or the default version.");
 }
 
@@ -88,7 +88,7 @@ TORCH_LIBRARY_IMPL(labkit, Autograd, m) {
 
 // ----------------------------------------------------------------------------------------------
 // CUDA: every entry point makes the inputs' GPU current (the guard), then launches on its current
-// stream. Without the guard the kernel runs on whichever GPU happens to be current (seed 003's bug).
+// stream. Without the guard the kernel runs on whichever GPU happens to be current (the bug of the blog post notebook 03 starts from).
 #ifdef LABKIT_WITH_CUDA
 
 static void add2_into_cuda(at::Tensor& c, const at::Tensor& a, const at::Tensor& b, DType dtype) {
@@ -115,9 +115,9 @@ static void add2_out_cuda_impl(const at::Tensor& a, const at::Tensor& b, at::Ten
 
 static at::Tensor add2_seed_cuda_impl(const at::Tensor& a, const at::Tensor& b) {
     const DType dtype = check_inputs("add2(version=\"seed\")", a, b);
-    TORCH_CHECK_TYPE(dtype == DType::f32, "add2(version=\"seed\"): the seed kernel takes float32 only, but a is ",
+    TORCH_CHECK_TYPE(dtype == DType::f32, "add2(version=\"seed\"): the tutorial's kernel takes float32 only, but a is ",
                      a.scalar_type());
-    TORCH_CHECK_VALUE(a.numel() <= INT32_MAX, "add2(version=\"seed\"): the seed kernel indexes with `int n`, so "
+    TORCH_CHECK_VALUE(a.numel() <= INT32_MAX, "add2(version=\"seed\"): the tutorial's kernel indexes with `int n`, so "
                       "it takes at most 2^31 - 1 elements, but a has ", a.numel());
     const c10::cuda::CUDAGuard guard(a.device());
     at::Tensor c = at::empty(a.sizes(), a.options());
@@ -128,7 +128,7 @@ static at::Tensor add2_seed_cuda_impl(const at::Tensor& a, const at::Tensor& b) 
     return c;
 }
 
-// THE SEED'S BUG, kept for the multi-GPU lesson: no device guard. The output is allocated on a's GPU (the
+// THE BLOG POST'S BUG, kept for the multi-GPU lesson: no device guard. The output is allocated on a's GPU (the
 // tensor options say where), but the kernel goes to the *current* GPU's stream, so it runs on the current GPU
 // with pointers into another GPU's memory: an illegal address, or, once peer access is on, a silent and
 // unordered remote access. Never copy this function; add2_cuda_impl above is the pattern.
@@ -142,7 +142,7 @@ static at::Tensor add2_unguarded_cuda_impl(const at::Tensor& a, const at::Tensor
     return c;
 }
 
-// Seed 003's fix: cudaSetDevice in the launcher. Right GPU, default stream, and the caller's current GPU changed.
+// The blog post's fix: cudaSetDevice in the launcher. Right GPU, default stream, and the caller's current GPU changed.
 static at::Tensor add2_set_device_cuda_impl(const at::Tensor& a, const at::Tensor& b) {
     const DType dtype = check_inputs("add2(version=\"set_device\")", a, b);
     at::Tensor c = at::empty(a.sizes(), a.options());

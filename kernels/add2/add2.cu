@@ -6,8 +6,9 @@
 // A kernel is good when it gets near a plain copy's bandwidth; nothing else matters here.
 //
 // Versions, simplest first (ops.add2(a, b) runs 3, ops.add2(a, b, version="seed") runs 1):
-//   1. add2_kernel         the seed tutorial's kernel as written there: 1024-thread blocks, a
-//                          grid-stride loop, float only, `int n`. ~68% of torch.add's bandwidth.
+//   1. add2_kernel         the kernel of the Chinese add2 tutorial notebook 01 starts from, as written
+//                          there: 1024-thread blocks, a grid-stride loop, float only, `int n`. ~68% of
+//                          torch.add's bandwidth.
 //   2. add2_scalar_kernel  one element per thread, int64_t indices, every dtype. What add2 falls back
 //                          to when a pointer is not 16-byte aligned (a view like x[1:]).
 //   3. add2_vec_kernel     16 bytes per load (a float4), the tail done by the first threads.
@@ -20,7 +21,7 @@
 // ----------------------------------------------------------------------------------------------
 // GPU kernels
 
-// 1. The seed's kernel, unchanged.
+// 1. The tutorial's kernel, unchanged.
 __global__ void add2_kernel(float* c, const float* a, const float* b, int n) {
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
         c[i] = a[i] + b[i];
@@ -62,7 +63,7 @@ __global__ void add2_vec_kernel(T* __restrict__ c, const T* __restrict__ a, cons
 cudaError_t add2_seed_cuda(float* c, const float* a, const float* b, int n, cudaStream_t stream) {
     dim3 grid((n + 1023) / 1024);
     dim3 block(1024);
-    add2_kernel<<<grid, block, 0, stream>>>(c, a, b, n);  // the seed used the default stream
+    add2_kernel<<<grid, block, 0, stream>>>(c, a, b, n);  // the tutorial used the default stream
     return cudaGetLastError();                            // and never checked the launch
 }
 

@@ -11,7 +11,7 @@ void add2_cpu(DType dtype, void* c, const void* a, const void* b, int64_t n);
 #include <cuda_runtime_api.h>
 // The same on the GPU (add2.cu): launched on `stream`, returning the launch's error (cudaSuccess if none).
 cudaError_t add2_cuda(DType dtype, void* c, const void* a, const void* b, int64_t n, cudaStream_t stream);
-// The seed tutorial's kernel, float32 and n < 2^31 only: kept for comparison.
+// The add2 tutorial's kernel (notebook 01), float32 and n < 2^31 only: kept for comparison.
 cudaError_t add2_seed_cuda(float* c, const float* a, const float* b, int n, cudaStream_t stream);
 // Seed 003's fix for its wrong-GPU bug: cudaSetDevice(device) inside the launcher, then the default stream.
 // It runs on the right GPU, but leaves that GPU current for the caller (03_multi_gpu.ipynb shows why that bites).

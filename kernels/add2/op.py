@@ -12,7 +12,8 @@ SCHEMAS = [
     "add2(Tensor a, Tensor b) -> Tensor",
     "add2_out(Tensor a, Tensor b, Tensor(a!) out) -> ()",
     "add2_seed(Tensor a, Tensor b) -> Tensor",
-    # the multi-GPU lesson (03_multi_gpu.ipynb): the seed's missing device guard, and its cudaSetDevice fix
+    # the multi-GPU lesson (03_multi_gpu.ipynb): a launch without a device guard, and the cudaSetDevice fix of the
+    # blog post that lesson starts from
     "add2_unguarded(Tensor a, Tensor b) -> Tensor",
     "add2_set_device(Tensor a, Tensor b) -> Tensor",
 ]
@@ -34,8 +35,9 @@ def _add2_fake(a, b):
 
 def add2(a, b, *, out=None, version="fast"):
     """a + b from our kernel. out= writes into an existing tensor. Other versions, for the lessons (CUDA only):
-    version="seed" runs the seed tutorial's kernel (float32); "unguarded" launches without a device guard (the
-    seed's multi-GPU bug); "set_device" calls cudaSetDevice in the launcher (the seed's fix)."""
+    version="seed" runs the kernel of the add2 tutorial notebook 01 starts from (float32); "unguarded" launches
+    without a device guard (notebook 03's wrong-GPU bug); "set_device" calls cudaSetDevice in the launcher (the fix
+    notebook 03's blog post made)."""
     if version == "fast":
         if out is None:
             return labkit.add2.default(a, b)

@@ -22,11 +22,11 @@ static DType check_backward_inputs(const at::Tensor& grad_out, const at::Tensor&
     return kit_dtype("elu_backward", "x", x);
 }
 
-// The seed's kernels: CUDA, float32, alpha 1 (its #define) and `int numel`.
+// The ELU tutorial's kernels: CUDA, float32, alpha 1 (its #define) and `int numel`.
 static void check_seed_input(const char* op, const at::Tensor& x) {
-    TORCH_CHECK_TYPE(kit_dtype(op, "x", x) == DType::f32, op, ": the seed kernel takes float32 only, but x is ",
+    TORCH_CHECK_TYPE(kit_dtype(op, "x", x) == DType::f32, op, ": the tutorial's kernel takes float32 only, but x is ",
                      x.scalar_type());
-    TORCH_CHECK_VALUE(x.numel() <= INT32_MAX, op, ": the seed kernel indexes with `int numel`, so it takes at "
+    TORCH_CHECK_VALUE(x.numel() <= INT32_MAX, op, ": the tutorial's kernel indexes with `int numel`, so it takes at "
                       "most 2^31 - 1 elements, but x has ", x.numel());
 }
 
@@ -51,12 +51,12 @@ static at::Tensor elu_backward_cpu_impl(const at::Tensor& grad_out, const at::Te
 }
 
 static at::Tensor elu_seed_cpu_impl(const at::Tensor& x) {
-    TORCH_CHECK(false, "elu(version=\"seed\") is the seed tutorial's CUDA kernel and has no CPU version; x is on ",
+    TORCH_CHECK(false, "elu(version=\"seed\") is the ELU tutorial's CUDA kernel and has no CPU version; x is on ",
                 x.device(), ". Use a CUDA tensor, or the default version.");
 }
 
 static at::Tensor elu_seed_smem_cpu_impl(const at::Tensor& x) {
-    TORCH_CHECK(false, "elu(version=\"seed_smem\") is the seed tutorial's CUDA kernel and has no CPU version; x is "
+    TORCH_CHECK(false, "elu(version=\"seed_smem\") is the ELU tutorial's CUDA kernel and has no CPU version; x is "
                 "on ", x.device(), ". Use a CUDA tensor, or the default version.");
 }
 

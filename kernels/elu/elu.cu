@@ -6,9 +6,9 @@
 // outputs average nearer 0. The price is an exponential per element, which is the whole story below.
 //
 // Versions, simplest first (ops.elu(x) runs 4; version="seed" runs 1, version="seed_smem" runs 2):
-//   1. elu_kernel          the seed tutorial's kernel as written there: one float per thread, 256-thread
-//                          blocks, `int numel`, expf(x) - 1. ~60% of F.elu's bandwidth (H200, 2^28).
-//   2. elu_smem_kernel     the seed's "shared-memory optimisation": each thread stages its element in
+//   1. elu_kernel          the kernel of the Chinese ELU tutorial notebook 02 starts from, as written
+//                          there: one float per thread, 256-thread blocks, `int numel`, expf(x) - 1. ~60% of F.elu's bandwidth (H200, 2^28).
+//   2. elu_smem_kernel     the tutorial's "shared-memory optimisation": each thread stages its element in
 //                          shared memory and back, with two barriers. Slower than 1: see the kernel.
 //   3. elu_scalar_kernel   one element per thread, int64_t indices, every dtype, expm1. What ops.elu
 //                          falls back to when a pointer is not 16-byte aligned (a view like x[1:]).
@@ -26,7 +26,7 @@
 //   is 0.36 ms, so the arithmetic is the limit (PyTorch's 16-bit ELU: ~2.6 TB/s against a 4.2 TB/s
 //   copy). Version 4 uses expm1_short (elu.h) for them: 17 instructions, ~0.2 ms, memory-bound again.
 // - float64: twice the bytes, 1 ms; H200's double units keep up with the ~20 double ops of expm1.
-// No --use_fast_math (the seed built with it): it turns expf into __expf, whose error near 0, once 1 is
+// No --use_fast_math (the tutorial built with it): it turns expf into __expf, whose error near 0, once 1 is
 // subtracted, is thousands of ulps, and it flushes subnormals to 0. ELU must match F.elu.
 #include <type_traits>
 
@@ -72,7 +72,7 @@ __device__ __forceinline__ compute_t<T> elu_grad_value(compute_t<T> dy, compute_
 // ----------------------------------------------------------------------------------------------
 // GPU kernels
 
-// 1. The seed's kernel, unchanged (alpha fixed at 1 by its #define).
+// 1. The tutorial's kernel, unchanged (alpha fixed at 1 by its #define).
 #define ALPHA 1.0f
 
 __device__ float elu_elementwise(float x) { return x > 0 ? x : ALPHA * (expf(x) - 1); }
@@ -84,7 +84,7 @@ __global__ void elu_kernel(const float* input, float* output, int numel) {
     }
 }
 
-// 2. The seed's "shared-memory optimisation", as the seed wrote it. Not compiled: it is wrong.
+// 2. The tutorial's "shared-memory optimisation", as it was written there. Not compiled: it is wrong.
 // __syncthreads() is a barrier for the whole block: every thread must reach it, or the behaviour
 // is undefined (a hang, or a barrier that releases early). Here the threads past the end of the
 // tensor (idx >= numel, in the last block whenever numel is not a multiple of 256) skip both
@@ -207,18 +207,16 @@ __global__ void elu_backward_vec_kernel(T* __restrict__ dx, const T* __restrict_
 // Launchers: grid sizes come from n, never from one GPU's SM count; every launch is checked.
 
 constexpr int kThreads = 256;  // 8 warps: enough blocks per SM to hide latency, small tail waste
-// The forward's vector kernel in blocks of 4 warps. Measured on the H200 (results/2026-12-01-nvidia-h200/
-// elu-variants.json, float32 at 2^24 / 2^26 / 2^28 against F.elu): 128 threads 0.991 / 1.001 / 1.000, 256
-// threads 0.976 / 0.975 / 0.971, 512 threads 0.974 / 0.976 / 0.973; 4 or 8 packs per thread were slower at
-// 2^24. Smaller blocks finish and free their SM's slot sooner, which keeps more loads in flight in the last
-// wave. The backward (two loads per element) does best with one pack per thread in blocks of 256 (elu-variants-3
-// .json: of a copy at 2^24 / 2^26, float32 0.990 / 1.019, bfloat16 0.965 / 1.009, against 0.982 / 1.012 and
-// 0.946 / 0.997 with two packs): its two loads already keep 32 bytes per thread in flight.
+// The forward's vector kernel in blocks of 4 warps, two packs per thread: of the block sizes and packs per thread
+// scripts/experiment_elu_variants.py tries, the fastest against F.elu on an H200 (results/*/elu-variants*.json).
+// Smaller blocks finish and free their SM's slot sooner, which keeps more loads in flight in the last wave. The
+// backward (two loads per element) does best with one pack per thread in blocks of 256: its two loads already keep
+// 32 bytes per thread in flight.
 constexpr int kForwardThreads = 128;
 constexpr int kBackwardThreads = 256;
 
 cudaError_t elu_seed_cuda(float* y, const float* x, int n, cudaStream_t stream) {
-    elu_kernel<<<cdiv(n, kThreads), kThreads, 0, stream>>>(x, y, n);  // the seed used the default stream
+    elu_kernel<<<cdiv(n, kThreads), kThreads, 0, stream>>>(x, y, n);  // the tutorial used the default stream
     return cudaGetLastError();                                          // and never checked the launch
 }
 

@@ -17,7 +17,7 @@ void elu_backward_cpu(DType dtype, void* dx, const void* dy, const void* x, doub
 cudaError_t elu_cuda(DType dtype, void* y, const void* x, double alpha, int64_t n, cudaStream_t stream);
 cudaError_t elu_backward_cuda(DType dtype, void* dx, const void* dy, const void* x, double alpha, int64_t n,
                               cudaStream_t stream);
-// The seed tutorial's two kernels, float32, alpha = 1 and n < 2^31 only: kept for comparison.
+// The ELU tutorial's two kernels (notebook 02), float32, alpha = 1 and n < 2^31 only: kept for comparison.
 cudaError_t elu_seed_cuda(float* y, const float* x, int n, cudaStream_t stream);
 cudaError_t elu_seed_smem_cuda(float* y, const float* x, int n, cudaStream_t stream);
 #endif

@@ -47,12 +47,13 @@ def _elu_backward_fake(grad_out, x, alpha):
 
 def elu(x, alpha=1.0, *, version="fast"):
     """ELU from our kernels: x where x > 0, alpha * (exp(x) - 1) elsewhere; differentiable. version="seed" and
-    "seed_smem" run the seed tutorial's two kernels (CUDA, float32, alpha 1) for comparison."""
+    "seed_smem" run the two kernels of the ELU tutorial notebook 02 starts from (CUDA, float32, alpha 1), for
+    comparison."""
     if version == "fast":
         return labkit.elu.default(x, alpha)
     if version not in VERSIONS:
         raise ValueError(f"elu: version must be one of {', '.join(map(repr, VERSIONS))}, got {version!r}")
     if alpha != 1.0:
-        raise ValueError(f"elu: version={version!r} is the seed's kernel, whose alpha is fixed at 1.0 "
+        raise ValueError(f"elu: version={version!r} is the tutorial's kernel, whose alpha is fixed at 1.0 "
                          f"(#define ALPHA), but alpha={alpha!r}")
     return getattr(labkit, VERSIONS[version])(x)
