@@ -1,9 +1,10 @@
 """The kit's loader: `from loader import ops`, then `ops.add2(a, b)`.
 
-Each folder of kernels/ is one operator (the exercises' ops are folders of exercises/, loaded by kit/grade.py with
-`Ops(EXERCISES, common=COMMON)`, so that `ops` lists the lessons' ops alone). Its first call compiles it with torch.utils.cpp_extension.load
-(ninja) and registers it as a PyTorch operator (torch.ops.labkit.*); after any edit to a file of the folder,
-the next call rebuilds what changed and runs the new code, in the same process.
+Each folder of kernels/ is one operator. Its first call compiles it with torch.utils.cpp_extension.load (ninja) and
+registers it as a PyTorch operator (torch.ops.labkit.*); after any edit to a file of the folder, the next call
+rebuilds what changed and runs the new code, in the same process. The exercises' ops are folders of exercises/, which
+the grader loads as an Ops of their own with kernels/common/ (kit.checks.exercise_ops): `ops` lists the lessons' ops
+alone.
 
 What this adds to cpp_extension.load, and why:
 - Live rebuild without a full recompile. load() renames the module on every change (name_v1, ...), which

@@ -1,4 +1,5 @@
-"""The exercise grader: `check("ex1_add2_tail")` in a notebook cell, `make check` for all of them.
+"""The exercise grader: `spec("ex1_add2_tail")` shows an exercise's task and `check("ex1_add2_tail")` grades it, in a
+notebook cell; `make check` grades all of them.
 
 Each exercise is graded against PyTorch's own ops on awkward sizes and on every device this machine has; a failure
 names the smallest failing input, the expected and actual values, and a hint. GPU-only checks say so where there is
@@ -64,6 +65,21 @@ def check(*names, kit=None, quiet=False):
         if not quiet:
             print(report, flush=True)
     return reports if len(reports) > 1 else reports[0]
+
+
+def spec(name):
+    """An exercise's task, as its check.py's docstring states it (the one place it is written), with the file to
+    edit: Markdown in a notebook (a cell that ends with `spec(name)` shows it), plain text elsewhere."""
+    if name not in CHECKS:
+        raise ValueError(f"no exercise {name!r}; exercises: {', '.join(EXERCISES)}")
+    module = CHECKS[name]
+    title, _, rest = module.__doc__.strip().partition("\n")
+    text = f"**{title}** Edit `{module.EDIT}`.\n{rest}"
+    try:
+        from IPython.display import Markdown
+    except ImportError:
+        return text
+    return Markdown(text)
 
 
 def with_solutions(dest):

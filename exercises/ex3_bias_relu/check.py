@@ -15,7 +15,7 @@ import torch
 from kit.checks import Report, child_ops_source, devices, first_mismatch, load_op
 
 NUMBER = 3  # its place in the lessons
-EDIT = "exercises/ex3_bias_relu/ (the op files are yours to add)"  # the file to edit
+EDIT = "exercises/ex3_bias_relu/"  # the folder to write the op in
 
 
 BAD_INPUTS = """
