@@ -398,7 +398,8 @@ def _build_lock(build_dir, name):
 
 def build(name, cuda=None, kernels_dir=KERNELS, build_dir=None, common=None):
     """Build (and load) one op now, CUDA or CPU; returns its build folder. For tests and `make` targets."""
-    op = _Op(name, Path(kernels_dir) / name, Path(common or Path(kernels_dir) / "common"), build_dir and Path(build_dir))
+    common = Path(common or Path(kernels_dir) / "common")
+    op = _Op(name, Path(kernels_dir) / name, common, build_dir and Path(build_dir))
     with _environ(LABKIT_CUDA=None if cuda is None else ("1" if cuda else "0")):
         op.refresh()
     return op.build_dir(cuda)

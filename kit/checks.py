@@ -144,6 +144,13 @@ def calibrated_sleep_cycles(seconds):
 
 # ------------------------------------------------------------------------------------------------------------------
 
+def begin(ops, name, edit):
+    """(a Report for exercise `name`, the student's op built and loaded, or None when it is not: the report says
+    why)."""
+    report = Report(name, edit)
+    return report, load_op(ops, name, report)
+
+
 def load_op(ops, name, report):
     """The student's op, compiled; a compile or load error is reported as one failed check."""
     try:

@@ -60,10 +60,11 @@ MUTANTS = [
     ("ex5_device_guard", "ex5_device_guard/ex5_device_guard.cpp", "ex5_add2_on(a, b, current_stream())",
      "ex5_add2_on(a, b, /*stream=*/0)", "runs on the caller's current stream" if HAS_CUDA else
      "launches on the current stream", None),
-    ("ex3_bias_relu", "ex3_bias_relu/ex3_bias_relu.cpp", 'TORCH_CHECK_VALUE(bias.dim() == 1 && bias.size(0) == x.size(1)',
-     'TORCH_CHECK_VALUE(true', "clear errors on bad input", None),
-    ("ex3_bias_relu", "ex3_bias_relu/ex3_bias_relu_cpu.cpp", "bias[c]", "bias[r % cols]", "matches relu(x + bias) on cpu",
-     None),
+    ("ex3_bias_relu", "ex3_bias_relu/ex3_bias_relu.cpp",
+     'TORCH_CHECK_VALUE(bias.dim() == 1 && bias.size(0) == x.size(1)', 'TORCH_CHECK_VALUE(true',
+     "clear errors on bad input", None),
+    ("ex3_bias_relu", "ex3_bias_relu/ex3_bias_relu_cpu.cpp", "bias[c]", "bias[r % cols]",
+     "matches relu(x + bias) on cpu", None),
     ("ex7_warp_sum", "ex7_warp_sum/ex7_warp_sum.h", "for (int offset = 16;", "for (int offset = 8;",
      "matches x.sum()", None),  # lanes 16..31 never reach lane 0
     ("ex7_warp_sum", "ex7_warp_sum/ex7_warp_sum.h", "v += shfl_down(v, offset)", "v = shfl_down(v, offset)",

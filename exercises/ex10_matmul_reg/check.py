@@ -26,7 +26,7 @@ In the matmul lesson; grade it with `check("ex10_matmul_reg")`, or `python -m ki
 
 import torch
 
-from kit.checks import PAD, Report, devices, load_op
+from kit.checks import PAD, begin, devices
 
 NUMBER = 10  # its place in the lessons
 EDIT = "exercises/ex10_matmul_reg/ex10_matmul_reg.h"  # the file to edit
@@ -82,8 +82,7 @@ def diagnosis(bad, got):
 
 
 def grade(ops, kit_root):
-    report = Report("ex10_matmul_reg", EDIT)
-    op = load_op(ops, "ex10_matmul_reg", report)
+    report, op = begin(ops, "ex10_matmul_reg", EDIT)
     if op is None:
         return report
     for dev in devices():

@@ -11,19 +11,18 @@ after the output: a thread that writes past the end is caught.
 
 In 01_add2.ipynb; grade it there with `check("ex1_add2_tail")`, or `python -m kit.grade ex1_add2_tail`."""
 
-from kit.checks import Report, grade_add2_like, load_op
+from kit.checks import begin, grade_add2_like
 
 NUMBER = 1  # its place in the lessons
 EDIT = "exercises/ex1_add2_tail/ex1_add2_tail.h"  # the file to edit
 
 
 def grade(ops, kit_root):
-    report = Report("ex1_add2_tail", EDIT)
-    op = load_op(ops, "ex1_add2_tail", report)
+    report, op = begin(ops, "ex1_add2_tail", EDIT)
     if op is None:
         return report
     grade_add2_like(report, lambda a, b, out: op(a, b, out=out), [1, 3, 255, 256, 257, 1000, 1023, 1025, 4099],
-                     "an element below n is wrong or was never written: does every thread that has an element write it? "
-                     "look at the last one",
+                     "an element below n is wrong or was never written: does every thread that has an element "
+                     "write it? look at the last one",
                      "the last block has threads with i >= n: they must not write (compare i with n: < or <=?)")
     return report

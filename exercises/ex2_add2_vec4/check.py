@@ -14,21 +14,20 @@ In 01_add2.ipynb; grade it there with `check("ex2_add2_vec4")`, or `python -m ki
 
 import torch
 
-from kit.checks import GPU, Report, grade_add2_like, load_op
+from kit.checks import GPU, begin, grade_add2_like
 
 NUMBER = 2  # its place in the lessons
 EDIT = "exercises/ex2_add2_vec4/ex2_add2_vec4.h"  # the file to edit
 
 
 def grade(ops, kit_root):
-    report = Report("ex2_add2_vec4", EDIT)
-    op = load_op(ops, "ex2_add2_vec4", report)
+    report, op = begin(ops, "ex2_add2_vec4", EDIT)
     if op is None:
         return report
     grade_add2_like(report, lambda a, b, out: op(a, b, out=out),
                      [1, 2, 3, 4, 5, 7, 8, 9, 1023, 1024, 1025, 4099, (1 << 20) + 3],
-                     "an element below n is wrong or was never written: when is a pack whole, and does the partial last "
-                     "pack add each of its n % 4 leftover elements?",
+                     "an element below n is wrong or was never written: when is a pack whole, and does the "
+                     "partial last pack add each of its n % 4 leftover elements?",
                      "the last pack may be partial: an f4 store there writes past n")
     if not GPU:
         report.skip("bandwidth against a copy", "needs a CUDA GPU: none here")

@@ -15,7 +15,7 @@ import math
 
 import torch
 
-from kit.checks import Report, devices, first_mismatch, load_op
+from kit.checks import begin, devices, first_mismatch
 
 NUMBER = 4  # its place in the lessons
 EDIT = "exercises/ex4_elu_backward/ex4_elu_backward.h"  # the file to edit
@@ -27,7 +27,8 @@ def diagnosis(x, g, alpha, got):
         return math.isclose(got, value, rel_tol=1e-5, abs_tol=1e-6)
 
     if x == 0:
-        return "wrong at x == 0 exactly: the spec says which branch x == 0 belongs to; does your condition put it there?"
+        return ("wrong at x == 0 exactly: the spec says which branch x == 0 belongs to; does your condition put it "
+                "there?")
     if x < 0 and near(g * alpha * math.expm1(x)):
         return "that is grad_out times the forward's value, not its derivative: differentiate alpha * (exp(x) - 1)"
     if near(alpha * math.exp(x) if x < 0 else 1.0):
@@ -37,8 +38,7 @@ def diagnosis(x, g, alpha, got):
 
 
 def grade(ops, kit_root):
-    report = Report("ex4_elu_backward", EDIT)
-    op = load_op(ops, "ex4_elu_backward", report)
+    report, op = begin(ops, "ex4_elu_backward", EDIT)
     if op is None:
         return report
     sizes = [1, 3, 255, 257, 1025, 4099]

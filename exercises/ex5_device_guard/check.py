@@ -13,7 +13,7 @@ import re
 
 import torch
 
-from kit.checks import GPU, Report, child_ops_source, load_op
+from kit.checks import GPU, begin, child_ops_source
 
 NUMBER = 5  # its place in the lessons
 EDIT = "exercises/ex5_device_guard/ex5_device_guard.cpp"  # the file to edit
@@ -50,8 +50,7 @@ DEVICE_CHECK = """
 def grade(ops, kit_root):
     from kit.devices import run_isolated
 
-    report = Report("ex5_device_guard", EDIT)
-    op = load_op(ops, "ex5_device_guard", report)
+    report, op = begin(ops, "ex5_device_guard", EDIT)
     if op is None:
         return report
     a, b = torch.randn(1000), torch.randn(1000)

@@ -14,7 +14,7 @@ In the reductions lesson; grade it with `check("ex7_warp_sum")`, or `python -m k
 
 import torch
 
-from kit.checks import Report, devices, load_op
+from kit.checks import begin, devices
 
 NUMBER = 7  # its place in the lessons
 EDIT = "exercises/ex7_warp_sum/ex7_warp_sum.h"  # the file to edit
@@ -59,8 +59,7 @@ def diagnosis(op, dev):
 
 
 def grade(ops, kit_root):
-    report = Report("ex7_warp_sum", EDIT)
-    op = load_op(ops, "ex7_warp_sum", report)
+    report, op = begin(ops, "ex7_warp_sum", EDIT)
     if op is None:
         return report
     for dev in devices():

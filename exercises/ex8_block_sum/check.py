@@ -22,7 +22,7 @@ In the reductions lesson; grade it with `check("ex8_block_sum")`, or `python -m 
 
 import torch
 
-from kit.checks import Report, devices, load_op, padded
+from kit.checks import begin, devices, padded
 
 NUMBER = 8  # its place in the lessons
 EDIT = "exercises/ex8_block_sum/ex8_block_sum.h"  # the file to edit
@@ -82,8 +82,7 @@ def slice_diagnosis(op, dev):
 
 
 def grade(ops, kit_root):
-    report = Report("ex8_block_sum", EDIT)
-    op = load_op(ops, "ex8_block_sum", report)
+    report, op = begin(ops, "ex8_block_sum", EDIT)
     if op is None:
         return report
     for dev in devices():

@@ -30,7 +30,7 @@ In the matmul lesson; grade it with `check("ex9_matmul_tile")`, or `python -m ki
 
 import torch
 
-from kit.checks import GPU, PAD, Report, devices, load_op
+from kit.checks import GPU, PAD, begin, devices
 
 NUMBER = 9  # its place in the lessons
 EDIT = "exercises/ex9_matmul_tile/ex9_matmul_tile.h"  # the file to edit
@@ -100,8 +100,7 @@ def describe(shape, found):
 
 
 def grade(ops, kit_root):
-    report = Report("ex9_matmul_tile", EDIT)
-    op = load_op(ops, "ex9_matmul_tile", report)
+    report, op = begin(ops, "ex9_matmul_tile", EDIT)
     if op is None:
         return report
     correct_on_gpu = False
