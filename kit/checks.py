@@ -24,7 +24,8 @@ def exercise_ops(kit, build_dir=None):
 
 
 def child_ops_source(ops, name):
-    """The line a child process's code (kit.devices.run_isolated) starts with to get the same op: `op = ...`."""
+    """The lines a child process's code (kit.devices.run_isolated) starts with to get the same op as a name, `op`:
+    the same kit and build folder."""
     import loader
 
     build = str(ops._build_dir or loader.build_root())
