@@ -1,8 +1,10 @@
 """The kit's loader: `from loader import ops`, then `ops.add2(a, b)`.
 
-Each folder of kernels/ is one operator. Its first call compiles it with torch.utils.cpp_extension.load
-(ninja) and registers it as a PyTorch operator (torch.ops.labkit.*); after any edit to a file of the folder,
-the next call rebuilds what changed and runs the new code, in the same process.
+Each folder of kernels/ is one operator. Its first call compiles it with torch.utils.cpp_extension.load (ninja) and
+registers it as a PyTorch operator (torch.ops.labkit.*); after any edit to a file of the folder, the next call
+rebuilds what changed and runs the new code, in the same process. The exercises' ops are folders of exercises/, which
+the grader loads as an Ops of their own with kernels/common/ (kit.checks.exercise_ops): `ops` lists the lessons' ops
+alone.
 
 What this adds to cpp_extension.load, and why:
 - Live rebuild without a full recompile. load() renames the module on every change (name_v1, ...), which
@@ -32,8 +34,8 @@ import torch
 
 from building import say_once, watch
 from building.compile_errors import CompileError, LoadError
-from building.environment import (KERNELS, ROOT, build_root, cpp_extension, cuda_build_wanted,  # noqa: F401 (loader.ROOT)
-                                  torch_uses_lock_file)
+from building.environment import (COMMON, EXERCISES, KERNELS, ROOT, build_root, cpp_extension,  # noqa: F401
+                                  cuda_build_wanted, torch_uses_lock_file)
 from building.toolchain import fast_linker, safe_cxx
 
 # True only while Dynamo traces a call, the one time the edit check (an epoll_wait, which Dynamo cannot trace) must
@@ -52,10 +54,12 @@ _lock = threading.Lock()
 
 class Ops:
     """`ops.<folder>` is the op of kernels/<folder>/: call it like a function; it builds on first use and rebuilds
-    when a file of its folder (or of common/) changes."""
+    when a file of its folder (or of common/) changes. Another folder of op folders (exercises/, a scratch copy)
+    gets an Ops of its own; `common` is the folder of shared headers, kernels_dir/common unless given."""
 
-    def __init__(self, kernels_dir=KERNELS, build_dir=None):
+    def __init__(self, kernels_dir=KERNELS, build_dir=None, common=None):
         self._kernels = Path(kernels_dir).resolve()
+        self._common = Path(common).resolve() if common else self._kernels / "common"
         self._build_dir = Path(build_dir) if build_dir else None
         self._ops = {}
         self._watch = None  # building.watch.Watch once an op was first used; None where watching cannot work
@@ -64,7 +68,7 @@ class Ops:
             self._add(name)
 
     def _add(self, name):
-        op = self._ops[name] = _Op(name, self._kernels / name, self._kernels / "common", self._build_dir, self)
+        op = self._ops[name] = _Op(name, self._kernels / name, self._common, self._build_dir, self)
         self.__dict__[name] = op.front
         return op.front
 
@@ -86,7 +90,7 @@ class Ops:
         """Start watching on first use; mark the ops whose folders changed since the last look as stale."""
         if not self._watch_started:
             self._watch_started = True
-            self._watch = watch.start(self._kernels)
+            self._watch = watch.start(self._kernels, self._common)
             if self._watch is not None:
                 self._watch.on_close.append(self._stop_watching)
         if self._watch is None:
@@ -213,7 +217,7 @@ class _Op:
         if sig == self._py_sig:
             return
         # a module name of its own per kit folder (a scratch copy of the kit has its own op.py)
-        mod_name = f"{NAMESPACE}_op_{self.name}" + ("" if self.folder.parent == KERNELS else f"_{id(self)}")
+        mod_name = f"{NAMESPACE}_op_{self.name}" + ("" if self.folder.parent in (KERNELS, EXERCISES) else f"_{id(self)}")
         spec = importlib.util.spec_from_file_location(mod_name, path)
         mod = importlib.util.module_from_spec(spec)
         sys.modules[spec.name] = mod  # torch.compile looks functions' modules up by name
@@ -391,9 +395,10 @@ def _build_lock(build_dir, name):
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
-def build(name, cuda=None, kernels_dir=KERNELS, build_dir=None):
+def build(name, cuda=None, kernels_dir=KERNELS, build_dir=None, common=None):
     """Build (and load) one op now, CUDA or CPU; returns its build folder. For tests and `make` targets."""
-    op = _Op(name, Path(kernels_dir) / name, Path(kernels_dir) / "common", build_dir and Path(build_dir))
+    common = Path(common or Path(kernels_dir) / "common")
+    op = _Op(name, Path(kernels_dir) / name, common, build_dir and Path(build_dir))
     with _environ(LABKIT_CUDA=None if cuda is None else ("1" if cuda else "0")):
         op.refresh()
     return op.build_dir(cuda)

@@ -8,7 +8,9 @@ from pathlib import Path
 import torch
 
 ROOT = Path(__file__).resolve().parent.parent  # the kit: kernels/, loader.py, ...
-KERNELS = ROOT / "kernels"
+KERNELS = ROOT / "kernels"  # the lessons' ops, one folder each, and common/
+COMMON = KERNELS / "common"  # the headers every op shares, the exercises' too
+EXERCISES = ROOT / "exercises"  # one folder per exercise: its spec and check (check.py), its stub
 
 
 def cuda_build_wanted():

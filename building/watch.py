@@ -70,7 +70,7 @@ class Watch:
     """inotify on a kernels folder: `pending()` is one epoll_wait(0); `take()` reads the events and returns the names
     of the folders they happened in (an op's folder name, or "common", or "" for kernels/ itself)."""
 
-    def __init__(self, kernels):
+    def __init__(self, kernels, common=None):
         from inotify_simple import INotify, flags
 
         self.kernels = Path(kernels)
@@ -86,6 +86,8 @@ class Watch:
         for sub in sorted(self.kernels.iterdir()):
             if sub.is_dir():
                 self._add(sub, sub.name)
+        if common is not None and Path(common).parent != self.kernels:  # exercises/ shares kernels/common/
+            self._add(Path(common), "common")
         _watches.add(self)
 
     def _add(self, path, name):
@@ -124,12 +126,13 @@ def always(timeout=0):
     return [True]
 
 
-def start(kernels):
-    """A Watch on `kernels`, or None (with the reason said once) where watching cannot work."""
+def start(kernels, common=None):
+    """A Watch on `kernels` (and on the shared headers' folder `common`, where it lies elsewhere), or None (with the
+    reason said once) where watching cannot work."""
     reason = why_not_watched(kernels)
     if reason is None:
         try:
-            return Watch(kernels)
+            return Watch(kernels, common)
         except OSError as e:  # EMFILE/ENOSPC: the inotify limits (fs.inotify.max_user_instances / max_user_watches)
             reason = f"inotify refused ({e.strerror}; see /proc/sys/fs/inotify/)"
     say_once(f"not watching {kernels} for edits: {reason}; every op call checks its files instead (~30 us a call)")

@@ -1,11 +1,12 @@
-"""The instructor's grading of a class: collect every student's kernels/ and exercises/ from their homes, grade them
-with `python -m kit.grade --class` (each student in a child process), write the JSON and print a short table.
+"""The instructor's grading of a class: collect every student's exercises/ (and the kernels/ they build on) from their
+homes, grade them with `python -m kit.grade --class` (each student in a child process), write the JSON and print a
+short table.
 
     python -m hub.collect                                  the homes of `make hub` (.hub/homes), every exercise
     python -m hub.collect --homes /home ex1_add2_tail      Unix users' homes (LABKIT_HUB_MODE=unix), one exercise
 
 Each student's work is copied first (into --to, default submissions/), so grading reads a snapshot, not files a
-student is saving meanwhile; a student is a folder of --homes with kit/kernels/ in it."""
+student is saving meanwhile; a student is a folder of --homes with kit/exercises/ in it."""
 import argparse
 import json
 import os
@@ -21,7 +22,7 @@ HOMES = Path(os.environ.get("LABKIT_HUB_STATE") or KIT / ".hub") / "homes"
 def collect(homes, dest):
     """dest/<student>/{kernels,exercises}, copied from homes/<student>/kit/ (replacing an earlier copy); returns the
     students' names."""
-    students = sorted(h.name for h in Path(homes).iterdir() if (h / "kit" / "kernels").is_dir())
+    students = sorted(h.name for h in Path(homes).iterdir() if (h / "kit" / "exercises").is_dir())
     for name in students:
         shutil.rmtree(Path(dest) / name, ignore_errors=True)
         for part in ("kernels", "exercises"):
@@ -58,7 +59,7 @@ def main(argv=None):
     args.to, args.json = Path(args.to).resolve(), Path(args.json).resolve()  # kit.grade runs in the kit's folder
     students = collect(args.homes, args.to)
     if not students:
-        sys.exit(f"no student kits (<student>/kit/kernels/) in {args.homes}")
+        sys.exit(f"no student kits (<student>/kit/exercises/) in {args.homes}")
     print(f"collected {len(students)} students from {args.homes} into {args.to}/; grading", flush=True)
     r = subprocess.run([sys.executable, "-m", "kit.grade", *args.exercises, "--class", str(args.to),
                         "--json", str(args.json)],

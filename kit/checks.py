@@ -1,9 +1,10 @@
 """What the checks of the exercises share: a report of named checks (pass, fail with a detail and a hint, or skip),
 the devices to check on, inputs with sentinel memory after them, the first mismatch against PyTorch's result, and the
-student's op built and loaded. Each exercise's check.py (kernels/<exercise>/check.py, exercises/<exercise>/check.py)
-imports these; kit/grade.py finds the check.py files and runs them.
+student's op built and loaded. Each exercise's check.py (exercises/<exercise>/check.py) imports these; kit/grade.py
+finds the check.py files and runs them.
 """
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 import torch
 
@@ -13,6 +14,23 @@ GPU = torch.cuda.is_available()
 PAD = 1024  # sentinel elements after every output: a kernel writing past n changes them
 
 
+def exercise_ops(kit, build_dir=None):
+    """The ops of a kit's exercises/ (the kit's own, or a student's copy), with the shared headers of its
+    kernels/common/: an Ops of their own, so that the lessons' `ops` lists no exercise."""
+    import loader
+
+    kit = Path(kit)
+    return loader.Ops(kit / "exercises", build_dir=build_dir, common=kit / "kernels" / "common")
+
+
+def child_ops_source(ops, name):
+    """The lines a child process's code (kit.devices.run_isolated) starts with to get the same op as a name, `op`:
+    the same kit and build folder."""
+    import loader
+
+    build = str(ops._build_dir or loader.build_root())
+    return (f"from kit.checks import exercise_ops\n"
+            f"    op = exercise_ops({str(ops._kernels.parent)!r}, build_dir={build!r}).{name}")
 
 
 @dataclass
@@ -126,6 +144,13 @@ def calibrated_sleep_cycles(seconds):
 
 
 # ------------------------------------------------------------------------------------------------------------------
+
+def begin(ops, name, edit):
+    """(a Report for exercise `name`, the student's op built and loaded, or None when it is not: the report says
+    why)."""
+    report = Report(name, edit)
+    return report, load_op(ops, name, report)
+
 
 def load_op(ops, name, report):
     """The student's op, compiled; a compile or load error is reported as one failed check."""

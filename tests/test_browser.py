@@ -214,7 +214,7 @@ def test_the_students_walk_in_jupyterlab(lab, tmp_path):
             assert "tensor([11., 11., 11., 11.])" in student.run_cell(TRY_IT)
 
             # an exercise: its check says FAIL on the stub (above), PASS once the solution's line is typed in
-            student.open_file("kernels/ex1_add2_tail/ex1_add2_tail.h")
+            student.open_file("exercises/ex1_add2_tail/ex1_add2_tail.h")
             student.replace_in_editor("int64_t n) {", "int64_t n) { if (i < n) c[i] = a[i] + b[i];")
             student.to_tab("01_add2.ipynb")
             out = student.run_cell(EX1_CHECK)

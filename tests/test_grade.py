@@ -14,9 +14,9 @@ def stubs():
 
 @pytest.fixture(scope="module")
 def solved(tmp_path_factory):
-    """A copy of the kit with solutions/ laid over it: (kernels folder, {exercise: report})."""
-    kernels = grade.with_solutions(tmp_path_factory.mktemp("solved"))
-    return kernels, {r.exercise: r for r in grade.check(kernels_dir=kernels, quiet=True)}
+    """A copy of the kit with solutions/ laid over it: (the copy, {exercise: report})."""
+    kit = grade.with_solutions(tmp_path_factory.mktemp("solved"))
+    return kit, {r.exercise: r for r in grade.check(kit=kit, quiet=True)}
 
 
 @pytest.mark.parametrize("exercise", grade.EXERCISES)
@@ -37,7 +37,7 @@ def test_reference_solution_passes(solved, exercise):
         assert report.passed, str(report)
 
 
-# (exercise, file in kernels/ or exercises/, text of the solution, wrong answer, check that must fail, needs)
+# (exercise, file in exercises/, text of the solution, wrong answer, check that must fail, needs)
 MUTANTS = [
     ("ex1_add2_tail", "ex1_add2_tail/ex1_add2_tail.h", "if (i < n) c[i]", "if (i <= n) c[i]",
      "writes nothing past the end", None),
@@ -51,18 +51,20 @@ MUTANTS = [
      "writes nothing past the end", None),
     ("ex2_add2_vec4", "ex2_add2_vec4/ex2_add2_vec4.h", "if (i + 4 <= n) {",
      "if (false) {", "bandwidth against a copy", "cuda"),  # correct, but the tail loop does all the work
-    ("ex3_elu_backward", "ex3_elu_backward/ex3_elu_backward.h", "grad_out[i] * alpha * kit_exp(x[i])",
+    ("ex4_elu_backward", "ex4_elu_backward/ex4_elu_backward.h", "grad_out[i] * alpha * kit_exp(x[i])",
      "grad_out[i] * alpha * kit_expm1(x[i])", "gradient matches", None),  # the forward, not its derivative
-    ("ex3_elu_backward", "ex3_elu_backward/ex3_elu_backward.h", "x[i] > T(0) ? grad_out[i]",
+    ("ex4_elu_backward", "ex4_elu_backward/ex4_elu_backward.h", "x[i] > T(0) ? grad_out[i]",
      "x[i] >= T(0) ? grad_out[i]", "gradient matches", None),  # x == 0 in the wrong branch
-    ("ex4_device_guard", "ex4_device_guard/ex4_device_guard.cpp", "    const c10::cuda::CUDAGuard guard(a.device());\n",
+    ("ex5_device_guard", "ex5_device_guard/ex5_device_guard.cpp", "    const c10::cuda::CUDAGuard guard(a.device());\n",
      "", "takes a device guard" if N_GPUS < 2 else "runs on the inputs' GPU", None),
-    ("ex4_device_guard", "ex4_device_guard/ex4_device_guard.cpp", "c.numel(), current_stream()));",
-     "c.numel(), /*stream=*/0));", "runs on the caller's current stream" if HAS_CUDA else "launches on the current stream",
-     None),
-    ("bias_relu", "bias_relu/bias_relu.cpp", 'TORCH_CHECK_VALUE(bias.dim() == 1 && bias.size(0) == x.size(1)',
-     'TORCH_CHECK_VALUE(true', "clear errors on bad input", None),
-    ("bias_relu", "bias_relu/bias_relu_cpu.cpp", "bias[c]", "bias[r % cols]", "matches relu(x + bias) on cpu", None),
+    ("ex5_device_guard", "ex5_device_guard/ex5_device_guard.cpp", "ex5_add2_on(a, b, current_stream())",
+     "ex5_add2_on(a, b, /*stream=*/0)", "runs on the caller's current stream" if HAS_CUDA else
+     "launches on the current stream", None),
+    ("ex3_bias_relu", "ex3_bias_relu/ex3_bias_relu.cpp",
+     'TORCH_CHECK_VALUE(bias.dim() == 1 && bias.size(0) == x.size(1)', 'TORCH_CHECK_VALUE(true',
+     "clear errors on bad input", None),
+    ("ex3_bias_relu", "ex3_bias_relu/ex3_bias_relu_cpu.cpp", "bias[c]", "bias[r % cols]",
+     "matches relu(x + bias) on cpu", None),
     ("ex7_warp_sum", "ex7_warp_sum/ex7_warp_sum.h", "for (int offset = 16;", "for (int offset = 8;",
      "matches x.sum()", None),  # lanes 16..31 never reach lane 0
     ("ex7_warp_sum", "ex7_warp_sum/ex7_warp_sum.h", "v += shfl_down(v, offset)", "v = shfl_down(v, offset)",
@@ -114,7 +116,7 @@ MUTANTS = [
      "if (row <= M && col <= N) c[", "writes nothing past the end", None),  # off by one on the store's guard
     ("ex10_matmul_reg", "ex10_matmul_reg/ex10_matmul_reg.h", "if (row < M && col < N) c[", "if (row < M) c[",
      "writes nothing past the end", None),  # no guard on the columns: the last row's run on after C
-    ("ex6_time_kernel", "../exercises/ex6_time_kernel/ex6_time_kernel.py",
+    ("ex6_time_kernel", "ex6_time_kernel/ex6_time_kernel.py",
      "        fn()\n        torch.cuda.synchronize()  # the launch", "        fn()\n        # the launch",
      "measures a 2 ms GPU kernel", "cuda"),  # an unsynchronised timing: only the launch is measured
 ]
@@ -125,19 +127,46 @@ MUTANTS = [
 def test_plausible_wrong_answer_fails_the_check_meant_for_it(solved, exercise, file, right, wrong, check, needs):
     if needs == "cuda" and not HAS_CUDA:
         pytest.skip("this wrong answer is only wrong on a GPU (bandwidth or timing): needs a CUDA GPU")
-    kernels = solved[0]
-    path = kernels / file
+    kit = solved[0]
+    path = kit / "exercises" / file
     original = path.read_text()
     assert right in original, f"{right!r} not in {path}"
     try:
         path.write_text(original.replace(right, wrong, 1))
         touch(path)
-        report = grade.check(exercise, kernels_dir=kernels, quiet=True)
+        report = grade.check(exercise, kit=kit, quiet=True)
     finally:
         path.write_text(original)
         touch(path)
     failed = [r.check for r in report.results if r.status == "fail"]
     assert any(c.startswith(check) for c in failed), f"expected {check!r} to fail:\n{report}"
+
+
+# (exercise, file in exercises/, text of the solution, wrong answer, words the hint must hold): a hint names the
+# mistake actually made
+HINTED = [
+    ("ex7_warp_sum", "ex7_warp_sum/ex7_warp_sum.h", "offset > 0;", "offset > 1;", "one step early"),
+    ("ex7_warp_sum", "ex7_warp_sum/ex7_warp_sum.h", "for (int offset = 16;", "for (int offset = 8;", "lanes 0..15"),
+    ("ex8_block_sum", "ex8_block_sum/ex8_block_sum.h", "i < cols; i +=", "i < cols - 1; i +=", "last element"),
+    ("ex4_elu_backward", "ex4_elu_backward/ex4_elu_backward.h", "x[i] > T(0) ? grad_out[i]",
+     "x[i] >= T(0) ? grad_out[i]", "x == 0"),
+]
+
+
+@pytest.mark.parametrize("exercise, file, right, wrong, words", HINTED, ids=[f"{h[0]}:{h[4]}" for h in HINTED])
+def test_a_hint_names_the_mistake_made(solved, exercise, file, right, wrong, words):
+    path = solved[0] / "exercises" / file
+    original = path.read_text()
+    assert right in original, f"{right!r} not in {path}"
+    try:
+        path.write_text(original.replace(right, wrong, 1))
+        touch(path)
+        report = grade.check(exercise, kit=solved[0], quiet=True)
+    finally:
+        path.write_text(original)
+        touch(path)
+    hints = [r.hint for r in report.results if r.status == "fail"]
+    assert any(words in h for h in hints), f"expected a hint with {words!r}:\n{report}"
 
 
 def test_grades_a_class_and_writes_json(tmp_path, solved):
@@ -148,7 +177,7 @@ def test_grades_a_class_and_writes_json(tmp_path, solved):
 
     from conftest import ROOT
 
-    for student, source in [("alice", solved[0].parent), ("bob", ROOT)]:
+    for student, source in [("alice", solved[0]), ("bob", ROOT)]:
         for part in ("kernels", "exercises"):
             shutil.copytree(source / part, tmp_path / "class" / student / part,
                             ignore=shutil.ignore_patterns("__pycache__"))

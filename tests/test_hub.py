@@ -38,7 +38,7 @@ from jupyter_client.session import Session  # noqa: E402
 STUDENTS = {"ada": 2, "bo": 3, "cy": 4, "di": 5}  # each student's edit: add2 computes a + k*b
 SOLVE_EX1 = {"ada", "bo"}  # they solve exercise 1; the others leave its stub
 CPU_KERNEL = "kit/kernels/add2/add2_cpu.cpp"
-EX1_STUB = "kit/kernels/ex1_add2_tail/ex1_add2_tail.h"
+EX1_STUB = "kit/exercises/ex1_add2_tail/ex1_add2_tail.h"
 INPUTS = "a = torch.arange(1000, dtype=torch.float32) / 8; b = torch.linspace(-3, 3, 1000)"
 CALL = ("t = time.perf_counter(); c = ops.add2(a, b); s = time.perf_counter() - t\n"
         "print(json.dumps({'c': c.tolist(), 's': s}))")

@@ -1,7 +1,7 @@
 """The kit's layers, as the README draws them: imports run one way.
 
     kit/ (the lessons' tools), bench/, scripts/  ->  loader.py  ->  building/ (what the loader stands on)
-    kernels/<op>/op.py imports torch alone
+    kernels/<op>/op.py and exercises/<exercise>/op.py import torch alone
     a lesson's own module (kit/debugging.py, kit/record_*.py) is imported by that lesson alone: a tool two lessons
     need has a module of its own (kit/resources.py, kit/timing.py, kit/results.py)
     hub/ (a class's JupyterHub) imports none of the kit: the hub's process never loads torch or builds an op, and a
@@ -58,7 +58,8 @@ def test_the_loader_imports_building_only():
     assert "kit" not in imported(ROOT / "loader.py")
 
 
-@pytest.mark.parametrize("path", sorted((ROOT / "kernels").glob("*/op.py")), ids=lambda p: p.parent.name)
+@pytest.mark.parametrize("path", sorted([*(ROOT / "kernels").glob("*/op.py"), *(ROOT / "exercises").glob("*/op.py")]),
+                         ids=lambda p: p.parent.name)
 def test_an_ops_python_face_imports_torch_alone(path):
     assert imported(path) <= {"torch", "math", "functools"}, f"{path} imports {imported(path)}"
 

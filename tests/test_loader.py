@@ -40,6 +40,28 @@ def test_unknown_op_lists_the_ops():
         ops.add3
 
 
+def test_the_lessons_ops_list_no_exercise():
+    assert "add2" in dir(ops)
+    assert not [name for name in dir(ops) if (ROOT / "exercises" / name).is_dir()], dir(ops)
+
+
+def test_the_exercises_ops_see_an_edit_of_the_shared_headers(tmp_path):
+    """The exercises' ops share kernels/common/, outside their folder: their watch covers it too."""
+    import shutil
+
+    from building import watch
+
+    shutil.copytree(ROOT / "kernels" / "common", tmp_path / "kernels" / "common")
+    shutil.copytree(ROOT / "exercises" / "ex1_add2_tail", tmp_path / "exercises" / "ex1_add2_tail")
+    w = watch.start(tmp_path / "exercises", tmp_path / "kernels" / "common")
+    if w is None:
+        pytest.skip("files cannot be watched here (the loader says why)")
+    with open(tmp_path / "kernels" / "common" / "kit.h", "a") as f:
+        f.write("\n")
+    assert "common" in w.take()
+    w.close()
+
+
 def _compiled(capsys):
     line = [ln for ln in capsys.readouterr().out.splitlines() if "[labkit]" in ln][-1]
     m = re.search(r"compiled (.*)$", line)
@@ -204,14 +226,17 @@ def _can_compile_cuda():
 
 
 OP_NAMES = sorted(p.parent.name for p in (ROOT / "kernels").glob("*/op.py"))
+EXERCISE_OPS = sorted(p.parent.name for p in (ROOT / "exercises").glob("*/op.py"))
 
 
 @pytest.mark.skipif(_can_compile_cuda() is not None, reason=f"cannot compile CUDA here: {_can_compile_cuda()}")
-@pytest.mark.parametrize("op", OP_NAMES)
+@pytest.mark.parametrize("op", OP_NAMES + EXERCISE_OPS)
 def test_every_op_compiles_for_cuda(op, tmp_path):
-    """Where nvcc and a CUDA torch exist (with or without a GPU), every op's CUDA build compiles and loads."""
+    """Where nvcc and a CUDA torch exist (with or without a GPU), every op's CUDA build compiles and loads, the
+    exercises' stubs too."""
     arch = os.environ.get("TORCH_CUDA_ARCH_LIST") or ("" if HAS_CUDA else "9.0")
-    r = run_python(f"import loader; print(loader.build({op!r}, cuda=True))",
+    where = "" if op in OP_NAMES else ", kernels_dir=loader.EXERCISES, common=loader.COMMON"
+    r = run_python(f"import loader; print(loader.build({op!r}, cuda=True{where}))",
                    env={"LABKIT_BUILD_DIR": str(tmp_path), **({"TORCH_CUDA_ARCH_LIST": arch} if arch else {})})
     assert r.returncode == 0, r.stdout + r.stderr
     build_dir = Path(r.stdout.strip().splitlines()[-1])

@@ -1,6 +1,8 @@
 """Exercise 6: time a GPU function correctly.
 
-Write `time_kernel(fn)` in `ex6_time_kernel.py` (roughly 8 lines): the median GPU time of one call of `fn`.
+Write `time_kernel(fn)` in `ex6_time_kernel.py` (roughly 8 lines): the median time, in seconds, that one call of
+`fn` (a function that launches GPU work and returns at once, as every CUDA launch does) takes on the GPU. Use the
+host clock (`time.perf_counter`) or CUDA events, your choice; remember what the seed's four timing cases showed.
 
 Checked on a GPU: a spin of about 2 ms, timed with CUDA events, and your figure must be within 15%. Which of
 notebook 04's four timing cases would pass?
@@ -53,6 +55,10 @@ def grade(ops, kit_root):
     ok = abs(got - truth) <= 0.15 * truth
     report.add("measures a 2 ms GPU kernel within 15%", ok,
                f"measured {got * 1e6:.0f} us; CUDA events say {truth * 1e6:.0f} us",
-               "the launch returns at once: wait for the GPU (torch.cuda.synchronize()) before reading the clock, "
-               "and before starting it")
+               "far below the GPU's time: that is the launch, which returns at once; when does the clock stop, "
+               "and has the GPU finished by then?" if got < 0.5 * truth else
+               "above the GPU's time: what else does your figure hold? work queued before the call, or more than "
+               "one call; is the GPU idle when the clock starts?" if got > truth else
+               "a little below the GPU's time: does the clock stop only once the GPU work is done, on every "
+               "repetition?")
     return report
