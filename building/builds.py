@@ -22,9 +22,9 @@ from building.toolchain import safe_cxx
 
 
 def lesson_ops(kernels=ROOT / "kernels"):
-    """The op folders of kernels/: each folder with an op.py, in name order (common/ has none). A folder with a
-    check.py is an exercise, a student's op that fails until it is solved, so no build way builds it."""
-    return tuple(sorted(p.parent.name for p in Path(kernels).glob("*/op.py") if not (p.parent / "check.py").exists()))
+    """The op folders of kernels/: each folder with an op.py, in name order (common/ has none; the exercises, students'
+    ops that fail until they are solved, live in exercises/, which no build way builds)."""
+    return tuple(sorted(p.parent.name for p in Path(kernels).glob("*/op.py")))
 
 
 # what `make aot`, `make cmake` and tests/test_builds.py build: every op found, so a new folder joins them unedited

@@ -43,16 +43,17 @@ def _pytest_child(built, *args):
 
 
 def test_every_op_folder_is_built_and_no_build_way_lists_its_ops(tmp_path):
-    """A new kernels/<op>/ with an op.py joins the AOT and CMake builds with no edit elsewhere; an exercise (a folder
-    with a check.py) and common/ do not."""
+    """A new kernels/<op>/ with an op.py joins the AOT and CMake builds with no edit elsewhere; common/ does not, nor
+    does any exercise (they live in exercises/)."""
     from building.builds import lesson_ops
 
-    for folder, files in (("new_op", ["op.py"]), ("ex_stub", ["op.py", "check.py"]), ("common", ["kit.h"])):
+    for folder, files in (("new_op", ["op.py"]), ("common", ["kit.h"])):
         (tmp_path / folder).mkdir()
         for name in files:
             (tmp_path / folder / name).write_text("")
     assert lesson_ops(tmp_path) == ("new_op",)
     assert {"add2", "elu", "sum", "matmul"} <= set(OPS)
+    assert not {p.name for p in (ROOT / "exercises").iterdir()} & set(OPS)
     for path in ("building/builds.py", "aot/setup.py", "cmake/CMakeLists.txt"):
         text = (ROOT / path).read_text()
         assert not re.search(r"""["'](add2|elu|sum|matmul)["']|LABKIT_OPS "[a-z]""", text), f"{path} names ops"
