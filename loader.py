@@ -34,8 +34,8 @@ import torch
 
 from building import say_once, watch
 from building.compile_errors import CompileError, LoadError
-from building.environment import (COMMON, EXERCISES, KERNELS, ROOT, build_root, cpp_extension,  # noqa: F401
-                                  cuda_build_wanted, torch_uses_lock_file)
+from building.environment import (COMMON, EXERCISES, KERNELS, ROOT, arch_specific_targets, build_root,  # noqa: F401
+                                  cpp_extension, cuda_build_wanted, torch_uses_lock_file)
 from building.toolchain import fast_linker, safe_cxx
 
 # True only while Dynamo traces a call, the one time the edit check (an epoll_wait, which Dynamo cannot trace) must
@@ -259,8 +259,11 @@ class _Op:
         (cicc, ptxas) beside the host ones. And -std=c++17: a kernel file includes no torch header, so it need not
         take the C++20 that newer torch asks for its own headers; C++17's standard library is lighter to parse twice
         (cudafe++ and the host compile). Each choice shortens an edit's rebuild: scripts/experiment_edit_time.py
-        measures them (results/*/edit_time.json)."""
+        measures them (results/*/edit_time.json). An op.py with ARCH_SPECIFIC = True also gets the targets of
+        building.environment.arch_specific_targets (sm_90a for a Hopper GPU where TORCH_CUDA_ARCH_LIST is unset)."""
         own = list(getattr(self._mod, "CUDA_FLAGS" if nvcc else "CXX_FLAGS", []) if self._mod else [])
+        if nvcc and cuda and getattr(self._mod, "ARCH_SPECIFIC", False):
+            own += arch_specific_targets()
         switch = ["-DLABKIT_WITH_CUDA"] if cuda else []
         if not nvcc:
             return ["-O3"] + switch + own

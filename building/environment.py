@@ -50,6 +50,21 @@ def cpp_extension():
     return module
 
 
+def arch_specific_targets():
+    """nvcc's targets for an op whose kernels use instructions of one GPU architecture alone (its op.py says
+    ARCH_SPECIFIC = True: Hopper's wgmma and setmaxnreg exist for sm_90a, not plain sm_90). A TORCH_CUDA_ARCH_LIST
+    that is set decides, as for every op ([]: torch's own flags). Unset, torch builds for the GPUs present, a Hopper
+    GPU as plain sm_90; then each present GPU's own target, sm_90a for Hopper (torch takes no targets of its own once
+    the flags name one)."""
+    if os.environ.get("TORCH_CUDA_ARCH_LIST") or not torch.cuda.is_available():
+        return []
+    caps = sorted({torch.cuda.get_device_capability(i) for i in range(torch.cuda.device_count())})
+    if (9, 0) not in caps:
+        return []
+    targets = [f"{major}{minor}" + ("a" if (major, minor) == (9, 0) else "") for major, minor in caps]
+    return [f"-gencode=arch=compute_{t},code=sm_{t}" for t in targets]
+
+
 def build_root():
     """Where builds go: $LABKIT_BUILD_DIR, else .build/ beside kernels/, one folder per torch version and kind."""
     return Path(os.environ.get("LABKIT_BUILD_DIR", ROOT / ".build"))

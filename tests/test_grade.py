@@ -1,6 +1,7 @@
 """The grader is itself tested: every reference solution passes, every untouched stub fails with a useful message,
 and plausible wrong answers each fail on the check meant to catch them."""
 import pytest
+import torch
 from conftest import HAS_CUDA, N_GPUS
 
 from kit import grade
@@ -33,6 +34,7 @@ def test_reference_solution_passes(solved, exercise):
     report = solved[1][exercise]
     assert not report.failed, str(report)
     needs_gpu = {"ex6_time_kernel"} | ({"ex2_add2_vec4", "ex9_matmul_tile"} if not HAS_CUDA else set())
+    needs_gpu |= set() if HAS_CUDA and torch.cuda.get_device_capability() == (9, 0) else {"ex11_wgmma_ring"}
     if exercise not in needs_gpu:
         assert report.passed, str(report)
 
@@ -119,6 +121,15 @@ MUTANTS = [
     ("ex6_time_kernel", "ex6_time_kernel/ex6_time_kernel.py",
      "        fn()\n        torch.cuda.synchronize()  # the launch", "        fn()\n        # the launch",
      "measures a 2 ms GPU kernel", "cuda"),  # an unsynchronised timing: only the launch is measured
+    # exercise 11: each wrong ring caught by the CPU model, whichever side goes first
+    ("ex11_wgmma_ring", "ex11_wgmma_ring/ex11_wgmma_ring.h", "int(pass % 2), int((pass + 1) % 2)",
+     "int((pass + 1) % 2), int((pass + 1) % 2)", "the ring's model on the CPU, the producer first", None),
+    ("ex11_wgmma_ring", "ex11_wgmma_ring/ex11_wgmma_ring.h", "int(pass % 2), int((pass + 1) % 2)",
+     "int(pass % 2), int(pass % 2)", "the ring's model on the CPU, the consumer first", None),
+    ("ex11_wgmma_ring", "ex11_wgmma_ring/ex11_wgmma_ring.h", "RingStep{int(i % stages)", "RingStep{int(i % 2)",
+     "the ring's model on the CPU, the producer first", None),
+    ("ex11_wgmma_ring", "ex11_wgmma_ring/ex11_wgmma_ring.h", "int(pass % 2), int((pass + 1) % 2)",
+     "int(i % 2), int((pass + 1) % 2)", "the ring's model on the CPU, the consumer first", None),
 ]
 
 

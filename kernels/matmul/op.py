@@ -6,8 +6,6 @@ the gradient, in C++.
 The loader runs `register` once per process (a schema can be defined only once), and re-reads `matmul` whenever
 this file changes.
 """
-import os
-
 import torch
 
 labkit = torch.ops.labkit  # this kit's operators: the loader defines them from SCHEMAS as it loads this file
@@ -25,21 +23,9 @@ VERSIONS = {"naive": 1, "coalesced": 2, "smem": 3, "reg1d": 4, "reg2d": 5, "vec"
 _NAMES = {0: "cpu", **{number: name for name, number in VERSIONS.items()}}
 
 
-def _hopper_arch_flags():
-    """nvcc's targets where TORCH_CUDA_ARCH_LIST is unset. torch then builds for the GPUs present, a Hopper GPU as
-    plain sm_90, which has no wgmma or setmaxnreg (matmul_hopper.cu's versions 8-11 need sm_90a). So on a machine with
-    a Hopper GPU this op asks for each present GPU's own target, sm_90a for Hopper; every other op, and every machine
-    without one, keeps torch's choice. A TORCH_CUDA_ARCH_LIST that is set always wins (9.0a for the Hopper versions)."""
-    if os.environ.get("TORCH_CUDA_ARCH_LIST") or not torch.cuda.is_available():
-        return []
-    caps = sorted({torch.cuda.get_device_capability(i) for i in range(torch.cuda.device_count())})
-    if (9, 0) not in caps:
-        return []
-    targets = [f"{major}{minor}" + ("a" if (major, minor) == (9, 0) else "") for major, minor in caps]
-    return [f"-gencode=arch=compute_{t},code=sm_{t}" for t in targets]
-
-
-CUDA_FLAGS = _hopper_arch_flags()
+# matmul_hopper.cu's wgmma and setmaxnreg exist for sm_90a only: where TORCH_CUDA_ARCH_LIST is unset, the loader then
+# builds this op for each present GPU's own target, sm_90a for Hopper (building.environment.arch_specific_targets)
+ARCH_SPECIFIC = True
 
 
 def register(lib):

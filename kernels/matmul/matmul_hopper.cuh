@@ -1,0 +1,404 @@
+// matmul_hopper.cuh: the pieces of the Hopper matmul kernels (matmul_hopper.cu explains them, and the versions they
+// make): TMA, mbarrier and wgmma wrapped one PTX instruction each, the tiles' layout in shared memory, the
+// epilogue, the warp-specialized kernel of versions 9-12, and the host side (tensor maps, launches). A header so that
+// exercise 11 runs the same kernel with its own ring bookkeeping.
+#pragma once
+#include <cuda.h>  // CUtensorMap and its enums only: the encode function is reached through the runtime, so no -lcuda
+#include <cudaTypedefs.h>
+
+#include <type_traits>
+
+#include "cuda_types.cuh"
+#include "matmul.h"
+#include "matmul_ring.h"
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define LABKIT_SM90A 1  // this device pass has wgmma and setmaxnreg
+#endif
+
+namespace {
+
+constexpr int kBK = 64;                                 // k per slot: 64 16-bit elements = one 128-byte swizzle row
+constexpr int kHM = 128;                                // rows of version 8's output tile
+constexpr int kStrip = 64;                              // columns of B per TMA box (128 bytes)
+constexpr int kTileBytesA = kHM * kBK * 2;              // 16 KB: version 8's A tile
+constexpr int kStripBytes = kBK * kStrip * 2;           // 8 KB: one 64-column strip of B's tile
+constexpr int kWarpgroup = 128;
+
+// ----------------------------------------------------------------------------------------------
+// The pieces, each one PTX instruction (or a loop around one).
+
+__device__ __forceinline__ uint32_t smem_addr(const void* p) { return uint32_t(__cvta_generic_to_shared(p)); }
+
+__device__ __forceinline__ void bar_init(uint64_t* bar, int count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(bar)), "r"(count));
+}
+
+// The producer's arrival, which also tells the barrier how many bytes TMA will write before the phase completes.
+__device__ __forceinline__ void bar_expect_bytes(uint64_t* bar, uint32_t bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes)
+                 : "memory");
+}
+
+__device__ __forceinline__ void bar_arrive(uint64_t* bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)) : "memory");
+}
+
+// Wait until the phase of parity `phase` has completed. A new barrier counts as having completed the phase
+// before its first (parity 1), so a producer's first pass over empty slots does not wait. kPolls > 0 gives up after
+// that many polls and returns false (a graded exercise's kernel, which must end even when its waits are wrong); the
+// lesson's kernels wait as long as it takes (kPolls = 0).
+template <int64_t kPolls = 0>
+__device__ __forceinline__ bool bar_wait(uint64_t* bar, int phase) {
+    uint32_t done = 0;
+    for (int64_t n = 0; !done; n++) {
+        if (kPolls > 0 && n == kPolls) return false;
+        asm volatile(
+            "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}"
+            : "=r"(done)
+            : "r"(smem_addr(bar)), "r"(phase)
+            : "memory");
+    }
+    return true;
+}
+
+// TMA: the box of the tensor map at (x, y) (x the contiguous dimension) into shared memory, counted on `bar`.
+__device__ __forceinline__ void tma_load(void* dst, const CUtensorMap* map, int x, int y, uint64_t* bar) {
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
+        ::"r"(smem_addr(dst)), "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(smem_addr(bar))
+        : "memory");
+}
+
+// A wgmma matrix descriptor for a 128-byte-swizzled tile in shared memory: the start address, the "leading" and
+// "stride" byte offsets (each >> 4), and the swizzle mode in bits 62-63 (1: 128 bytes). For K-major A the stride
+// offset is 1024 (8 rows of 128 bytes) and the leading offset unused; for MN-major B the leading offset steps from
+// one 64-column strip to the next and the stride offset over 8 rows of k.
+__device__ __forceinline__ uint64_t sw128_desc(const void* p, uint32_t leading, uint32_t stride) {
+    return uint64_t((smem_addr(p) & 0x3FFFF) >> 4) | uint64_t((leading & 0x3FFFF) >> 4) << 16 |
+           uint64_t((stride & 0x3FFFF) >> 4) << 32 | 1ull << 62;
+}
+
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int kPending>
+__device__ __forceinline__ void wgmma_wait() {
+    asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(kPending) : "memory");
+}
+
+// d (64 x kN floats over the warpgroup: kN / 2 per thread) += A (64 x 16, K-major) @ B (16 x kN, MN-major, so
+// tnspB = 1). scale-d 1 (accumulate), scales of A and B 1. One instruction per dtype and width.
+#define LABKIT_F8(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), \
+                     "+f"(d[i + 6]), "+f"(d[i + 7])
+#define LABKIT_F64 LABKIT_F8(0), LABKIT_F8(8), LABKIT_F8(16), LABKIT_F8(24), LABKIT_F8(32), LABKIT_F8(40), \
+                   LABKIT_F8(48), LABKIT_F8(56)
+#define LABKIT_F128 LABKIT_F64, LABKIT_F8(64), LABKIT_F8(72), LABKIT_F8(80), LABKIT_F8(88), LABKIT_F8(96), \
+                    LABKIT_F8(104), LABKIT_F8(112), LABKIT_F8(120)
+#define LABKIT_R64                                                                               \
+    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                    \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "           \
+    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "           \
+    "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"
+#define LABKIT_R128                                                                              \
+    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                    \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "           \
+    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "           \
+    "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "           \
+    "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "           \
+    "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "           \
+    "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, " \
+    "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}"
+
+template <typename T, int kN>
+__device__ __forceinline__ void wgmma(float* d, uint64_t a, uint64_t b);
+
+#ifdef LABKIT_SM90A
+template <>
+__device__ __forceinline__ void wgmma<__nv_bfloat16, 128>(float* d, uint64_t a, uint64_t b) {
+    asm volatile("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " LABKIT_R64 ", %64, %65, 1, 1, 1, 0, 1;"
+                 : LABKIT_F64
+                 : "l"(a), "l"(b));
+}
+template <>
+__device__ __forceinline__ void wgmma<__half, 128>(float* d, uint64_t a, uint64_t b) {
+    asm volatile("wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 " LABKIT_R64 ", %64, %65, 1, 1, 1, 0, 1;"
+                 : LABKIT_F64
+                 : "l"(a), "l"(b));
+}
+template <>
+__device__ __forceinline__ void wgmma<__nv_bfloat16, 256>(float* d, uint64_t a, uint64_t b) {
+    asm volatile("wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 " LABKIT_R128 ", %128, %129, 1, 1, 1, 0, 1;"
+                 : LABKIT_F128
+                 : "l"(a), "l"(b));
+}
+template <>
+__device__ __forceinline__ void wgmma<__half, 256>(float* d, uint64_t a, uint64_t b) {
+    asm volatile("wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 " LABKIT_R128 ", %128, %129, 1, 1, 1, 0, 1;"
+                 : LABKIT_F128
+                 : "l"(a), "l"(b));
+}
+#endif
+
+// One slot's worth of multiply-adds for one warpgroup: its 64 rows of the A tile (a_rows, 128-byte rows) times the
+// kN columns of the B tile (b_tile, kN / 64 strips of kBK rows), kBK / 16 wgmmas, each k16 step 32 bytes further
+// along A's rows and 16 rows (2048 bytes) further down B's strips.
+template <typename T, int kN>
+__device__ __forceinline__ void multiply_slot(float* d, const T* a_rows, const T* b_tile) {
+#pragma unroll
+    for (int k = 0; k < kBK / 16; k++) {
+        wgmma<T, kN>(d, sw128_desc(a_rows + k * 16, 16, 1024), sw128_desc(b_tile + k * 16 * kStrip, kStripBytes, 1024));
+    }
+}
+
+// The accumulators of one warpgroup's 64 x kN block into C at (row0, col0), rounded to T, guarded at the edges.
+// wgmma's layout: warp w of the warpgroup holds rows 16w .. 16w + 15; lane l holds rows l / 4 and l / 4 + 8 of
+// those, and in each 8-column group columns 2 (l % 4) and 2 (l % 4) + 1: d[4j .. 4j + 3] are (row, c), (row, c + 1),
+// (row + 8, c), (row + 8, c + 1) for c = 8j + 2 (l % 4). Two neighbouring columns go out as one 4-byte store where
+// that is 4-byte aligned (c is even: where N is even, or the row is), else one by one.
+template <typename T, int kN>
+__device__ __forceinline__ void store_block(T* c, const float* d, int64_t row0, int64_t col0, int64_t M, int64_t N) {
+    using T2 = std::conditional_t<std::is_same_v<T, __half>, __half2, __nv_bfloat162>;
+    const int t = threadIdx.x % kWarpgroup, lane = t % 32;
+    const int64_t r = row0 + (t / 32) * 16 + lane / 4;
+#pragma unroll
+    for (int j = 0; j < kN / 8; j++) {
+        const int64_t col = col0 + 8 * j + 2 * (lane % 4);
+        if (col >= N) break;
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const int64_t row = r + 8 * h;
+            if (row >= M) continue;
+            const float x = d[4 * j + 2 * h], y = d[4 * j + 2 * h + 1];
+            T* out = c + row * N + col;
+            if (N % 2 == 0 || row % 2 == 0) {
+                T2 v;
+                if constexpr (std::is_same_v<T, __half>) v = __floats2half2_rn(x, y);
+                else v = __floats2bfloat162_rn(x, y);
+                *reinterpret_cast<T2*>(out) = v;
+            } else {
+                st(out, x);
+                if (col + 1 < N) st(out + 1, y);
+            }
+        }
+    }
+}
+
+// Dynamic shared memory, rounded up to the 1024 bytes that the 128-byte swizzle's pattern repeats over (the
+// launchers ask for 1 KB more than they use).
+__device__ __forceinline__ uint8_t* aligned_smem(uint8_t* raw) {
+    return raw + ((1024 - smem_addr(raw) % 1024) % 1024);
+}
+
+// ----------------------------------------------------------------------------------------------
+// 9-12. Warp specialization: warpgroup 0 is the producer (one thread issues every TMA copy), warpgroups 1 ..
+// kConsumers multiply. Per slot two barriers: full (the producer's arrival and TMA's bytes: the tiles are in) and
+// empty (one arrival per consumer warpgroup: every consumer has finished reading it). The producer waits on
+// empty before refilling a slot, a consumer on full before reading it; nobody waits on a block-wide barrier.
+// Step i of the block uses slot i % kStages in pass i / kStages, and waits for the phase of that parity.
+// The output tile is kM x kN; consumer warpgroup g computes rows (g - 1) * kM / kConsumers onward, as
+// kM / kConsumers / 64 wgmmas of 64 x kN per k16. A consumer keeps one step's wgmmas in flight while it issues
+// the next (wait_group 1), and hands back the slot of the step before, whose wgmmas are then done.
+// Ring: the ring's bookkeeping, Ring::step(i, stages) (matmul_ring.h), and Ring::kPolls, how long a wait may take
+// (0: as long as it takes); a wait that gives up sets *stuck and ends its thread.
+
+template <int kM, int kN, int kConsumers>
+struct WsShape {
+    static constexpr int kSlotBytes = (kM / kStrip + kN / kStrip) * kStripBytes;  // 32 KB or 48 KB
+    static constexpr int kStages = kSlotBytes == 32768 ? 5 : 4;  // 160 or 192 KB of the 227 KB a block may have
+    static constexpr int kTileBytesA = kM * kBK * 2;
+    static constexpr int kSmem = kStages * kSlotBytes + 1024;
+    static constexpr int kThreads = (kConsumers + 1) * kWarpgroup;
+    static constexpr int kHalves = kM / kConsumers / 64;  // 64-row blocks per consumer warpgroup
+};
+
+// Output tile `tile` of a tiles_m x tiles_n grid, taken in groups of kGroup tile-rows: along a group's columns,
+// each column's tile-rows in turn, so the blocks running together cover a few tile-rows and tile-columns (their A
+// and B tiles stay in L2) instead of one long row of C. 132 blocks of 128 x 256 tiles load the fewest distinct rows
+// of A and columns of B when they span twice as many tile-rows as tile-columns: 16 x 8.
+constexpr int kGroup = 16;
+__device__ __forceinline__ void tile_at(int tile, int tiles_m, int tiles_n, int& tm, int& tn) {
+    const int per_group = kGroup * tiles_n, first = (tile / per_group) * kGroup;
+    const int rows = min(kGroup, tiles_m - first), in_group = tile % per_group;
+    tm = first + in_group % rows;
+    tn = in_group / rows;
+}
+
+// The lesson's ring: matmul_ring_step, and waits without limit.
+struct LessonRing {
+    static constexpr int64_t kPolls = 0;
+    __device__ static RingStep step(int64_t i, int stages) { return matmul_ring_step(i, stages); }
+};
+
+template <typename T, int kM, int kN, int kConsumers, bool kPersistent, typename Ring = LessonRing>
+__global__ void __launch_bounds__(WsShape<kM, kN, kConsumers>::kThreads, 1)
+    matmul_wgmma_ws_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b, T* c,
+                           int64_t M, int64_t N, int64_t K, int* stuck) {
+#ifndef LABKIT_SM90A
+    __trap();
+#else
+    using S = WsShape<kM, kN, kConsumers>;
+    extern __shared__ uint8_t raw_smem[];
+    uint8_t* smem = aligned_smem(raw_smem);
+    __shared__ __align__(8) uint64_t full[S::kStages], empty[S::kStages];
+    const int t = threadIdx.x, group = t / kWarpgroup;
+    const int tiles_m = int((M + kM - 1) / kM), tiles_n = int((N + kN - 1) / kN), tiles = tiles_m * tiles_n;
+    const int steps = int((K + kBK - 1) / kBK);
+    if (t == 0) {
+        for (int s = 0; s < S::kStages; s++) {
+            bar_init(&full[s], 1);
+            bar_init(&empty[s], kConsumers);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+    auto slot_a = [&](int s) { return reinterpret_cast<T*>(smem + s * S::kSlotBytes); };
+    auto slot_b = [&](int s) { return reinterpret_cast<T*>(smem + s * S::kSlotBytes + S::kTileBytesA); };
+    // The tiles this block computes: one (non-persistent: its own blockIdx), or every gridDim.x-th.
+    const int first_tile = kPersistent ? int(blockIdx.x) : int(blockIdx.y) * tiles_n + int(blockIdx.x);
+    const int tile_step = kPersistent ? int(gridDim.x) : tiles;
+
+    if (group == 0) {  // the producer
+        if constexpr (kConsumers == 2) asm volatile("setmaxnreg.dec.sync.aligned.u32 24;");
+        if (t == 0) {
+            int i = 0;  // this block's step count over all its tiles: the ring's position
+            for (int tile = first_tile; tile < tiles; tile += tile_step) {
+                int tm, tn;
+                if constexpr (kPersistent) tile_at(tile, tiles_m, tiles_n, tm, tn);
+                else tm = blockIdx.y, tn = blockIdx.x;
+                for (int step = 0; step < steps; step++, i++) {
+                    const RingStep ring = Ring::step(i, S::kStages);
+                    const int s = ring.slot;
+                    if (!bar_wait<Ring::kPolls>(&empty[s], ring.empty_parity)) {  // the consumers' release of it
+                        atomicExch(stuck, 1);
+                        return;
+                    }
+                    bar_expect_bytes(&full[s], S::kSlotBytes);
+                    tma_load(slot_a(s), &map_a, step * kBK, tm * kM, &full[s]);
+                    for (int j = 0; j < kN / kStrip; j++)
+                        tma_load(slot_b(s) + j * kBK * kStrip, &map_b, tn * kN + j * kStrip, step * kBK, &full[s]);
+                }
+            }
+        }
+    } else {  // a consumer
+        if constexpr (kConsumers == 2) asm volatile("setmaxnreg.inc.sync.aligned.u32 240;");
+        const int row_in_tile = (group - 1) * (kM / kConsumers);
+        const bool releases = t % kWarpgroup == 0;  // one arrival per warpgroup on the empty barriers
+        int i = 0;
+        for (int tile = first_tile; tile < tiles; tile += tile_step) {
+            int tm, tn;
+            if constexpr (kPersistent) tile_at(tile, tiles_m, tiles_n, tm, tn);
+            else tm = blockIdx.y, tn = blockIdx.x;
+            float d[S::kHalves][kN / 2];
+#pragma unroll
+            for (int h = 0; h < S::kHalves; h++)
+#pragma unroll
+                for (int v = 0; v < kN / 2; v++) d[h][v] = 0.0f;
+            int last = 0;  // the slot of the step before
+            for (int step = 0; step < steps; step++, i++) {
+                const RingStep ring = Ring::step(i, S::kStages);
+                const int s = ring.slot;
+                if (!bar_wait<Ring::kPolls>(&full[s], ring.full_parity)) {
+                    atomicExch(stuck, 1);
+                    return;
+                }
+                wgmma_fence();
+#pragma unroll
+                for (int h = 0; h < S::kHalves; h++)
+                    multiply_slot<T, kN>(d[h], slot_a(s) + (row_in_tile + h * 64) * kBK, slot_b(s));
+                wgmma_commit();
+                wgmma_wait<1>();  // the step before's wgmmas are done: its slot goes back
+                if (releases && step > 0) bar_arrive(&empty[last]);
+                last = s;
+            }
+            wgmma_wait<0>();
+            if (releases) bar_arrive(&empty[last]);
+#pragma unroll
+            for (int h = 0; h < S::kHalves; h++)
+                store_block<T, kN>(c, d[h], int64_t(tm) * kM + row_in_tile + h * 64, int64_t(tn) * kN, M, N);
+        }
+    }
+#endif
+}
+
+// ----------------------------------------------------------------------------------------------
+// Host side: tensor maps and launchers.
+
+// cuTensorMapEncodeTiled is a driver function (libcuda); the runtime hands out its address, so the op need not
+// link libcuda itself. Asked once per process; null where the driver has none.
+PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
+    static const PFN_cuTensorMapEncodeTiled_v12000 encode = [] {
+        void* fn = nullptr;
+        cudaDriverEntryPointQueryResult found{};
+        const cudaError_t e = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault,
+                                                               &found);
+        if (e != cudaSuccess || found != cudaDriverEntryPointSuccess) {
+            cudaGetLastError();
+            return PFN_cuTensorMapEncodeTiled_v12000(nullptr);
+        }
+        return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
+    }();
+    return encode;
+}
+
+// A row-major rows x cols matrix of 16-bit T whose rows are `stride` elements apart (a multiple of 8: 16 bytes),
+// read in boxes of box_rows x 64 (128 bytes, the swizzle's row), with zeros past its edges.
+template <typename T>
+bool make_map(CUtensorMap* map, const T* p, int64_t rows, int64_t cols, int64_t stride, int box_rows) {
+    const auto encode = tensor_map_encoder();
+    if (!encode) return false;
+    const cuuint64_t dims[2] = {cuuint64_t(cols), cuuint64_t(rows)};
+    const cuuint64_t strides[1] = {cuuint64_t(stride) * sizeof(T)};  // bytes from one row to the next
+    const cuuint32_t box[2] = {kStrip, cuuint32_t(box_rows)};
+    const cuuint32_t elem_strides[2] = {1, 1};
+    const CUtensorMapDataType type =
+        std::is_same_v<T, __half> ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+    return encode(map, type, 2, const_cast<T*>(p), dims, strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                  CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                  CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
+// A kernel's dynamic shared memory past the default 48 KB needs asking for, once per kernel and device (a template
+// per kernel, so that each has a per_device table of its own), then the launch, checked.
+template <auto kKernel, typename... Args>
+cudaError_t launch(int threads, int smem, dim3 blocks, int device, cudaStream_t stream, Args... args) {
+    const int allowed = per_device(device, [=] {
+        return cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem) == cudaSuccess ? 1 : 2;
+    });
+    if (allowed != 1) return cudaErrorInvalidValue;
+    kKernel<<<blocks, threads, smem, stream>>>(args...);
+    return cudaGetLastError();
+}
+
+// Whether `device` can run the Hopper kernels of the file that asks: compute capability 9.0, a driver with TMA's
+// tensor maps, and device code built for sm_90a (`built`: that file's __device__ int, 1 in sm_90a code and 0 in
+// other targets' code). Asked once per device.
+bool hopper_ready(int device, const void* built) {
+    return per_device(device, [device, built] {
+               if (device_attribute(cudaDevAttrComputeCapabilityMajor, device, 0) != 9 || !tensor_map_encoder())
+                   return 2;
+               int v = 0;
+               const cudaError_t e = cudaMemcpyFromSymbol(&v, built, sizeof(int));
+               return query_result(e, v, 0) == 1 ? 1 : 2;
+           }) == 1;
+}
+
+int sm_count(int device) {
+    return per_device(device, [device] { return device_attribute(cudaDevAttrMultiProcessorCount, device, 1); });
+}
+
+// Versions 9-12: a grid of (column tiles, row tiles), or one block per SM (fewer where there are fewer tiles) for the
+// persistent ones; `stuck` may be null where Ring waits without limit.
+template <typename T, int kM, int kN, int kConsumers, bool kPersistent, typename Ring = LessonRing>
+cudaError_t launch_ws(const CUtensorMap& map_a, const CUtensorMap& map_b, T* c, int64_t M, int64_t N, int64_t K,
+                      int device, cudaStream_t stream, int* stuck = nullptr) {
+    using S = WsShape<kM, kN, kConsumers>;
+    dim3 grid(unsigned(cdiv(N, kN)), unsigned(cdiv(M, kM)));
+    if (kPersistent) {
+        const int64_t tiles = int64_t(grid.x) * grid.y;
+        grid = dim3(unsigned(tiles < sm_count(device) ? tiles : sm_count(device)));
+    }
+    return launch<matmul_wgmma_ws_kernel<T, kM, kN, kConsumers, kPersistent, Ring>>(
+        S::kThreads, S::kSmem, grid, device, stream, map_a, map_b, c, M, N, K, stuck);
+}
+
+}  // namespace
