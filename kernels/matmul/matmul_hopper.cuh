@@ -154,7 +154,7 @@ __device__ __forceinline__ void multiply_slot(float* d, const T* a_rows, const T
 // wgmma's layout: warp w of the warpgroup holds rows 16w .. 16w + 15; lane l holds rows l / 4 and l / 4 + 8 of
 // those, and in each 8-column group columns 2 (l % 4) and 2 (l % 4) + 1: d[4j .. 4j + 3] are (row, c), (row, c + 1),
 // (row + 8, c), (row + 8, c + 1) for c = 8j + 2 (l % 4). Two neighbouring columns go out as one 4-byte store where
-// that is 4-byte aligned (c is even: where N is even, or the row is), else one by one.
+// both are inside C and the pair is 4-byte aligned (c is even: where N is even, or the row is), else one by one.
 template <typename T, int kN>
 __device__ __forceinline__ void store_block(T* c, const float* d, int64_t row0, int64_t col0, int64_t M, int64_t N) {
     using T2 = std::conditional_t<std::is_same_v<T, __half>, __half2, __nv_bfloat162>;
@@ -170,7 +170,7 @@ __device__ __forceinline__ void store_block(T* c, const float* d, int64_t row0, 
             if (row >= M) continue;
             const float x = d[4 * j + 2 * h], y = d[4 * j + 2 * h + 1];
             T* out = c + row * N + col;
-            if (N % 2 == 0 || row % 2 == 0) {
+            if (col + 1 < N && (N % 2 == 0 || row % 2 == 0)) {
                 T2 v;
                 if constexpr (std::is_same_v<T, __half>) v = __floats2half2_rn(x, y);
                 else v = __floats2bfloat162_rn(x, y);
