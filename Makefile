@@ -55,7 +55,7 @@ lint: $(ENV_READY) ## Check the style: ruff (lint, format) on Python and noteboo
 format: $(ENV_READY) ## Rewrite the code in the house style: ruff's safe fixes, ruff format, clang-format -i
 	$(PY) -m ruff check --fix-only .
 	$(PY) -m ruff format .
-	$(CLANG_FORMAT) -i $(CXX_FILES)
+	@echo "clang-format -i ($(words $(CXX_FILES)) C++ and CUDA files)"; $(CLANG_FORMAT) -i $(CXX_FILES)
 
 ##@ More
 
