@@ -37,6 +37,29 @@ hub: $(ENV_READY) ## Start JupyterHub for a class: each student their own Jupyte
 grade-class: $(ENV_READY) ## Collect every student's kernels/ and exercises/ from the hub's homes and grade them (grades.json); EX=, CLASS_ARGS="--homes /home"
 	$(PY) -m hub.collect $(EX) $(CLASS_ARGS)
 
+##@ Code style (ruff.toml, .clang-format)
+
+# The C++ and CUDA sources git knows of, or would add (untracked, not ignored), none written out; outside a git
+# checkout (a student's copy on the hub) the folders that hold C++
+CXX_GLOBS := '*.cu' '*.cuh' '*.cpp' '*.h' '*.hpp'
+CXX_FILES = $(or $(shell git ls-files --cached --others --exclude-standard -- $(CXX_GLOBS) 2>/dev/null),\
+  $(shell find kernels exercises solutions aot cmake -type f \( $(patsubst %,-name % -o,$(CXX_GLOBS)) -false \) 2>/dev/null))
+# the clang-format of the clang-format wheel (requirements.txt), which is the version the style was tuned with
+CLANG_FORMAT = $(PY) -c 'from clang_format import clang_format; clang_format()'
+
+lint: $(ENV_READY) ## Check the style: ruff (lint, format) on Python and notebooks, clang-format on C++/CUDA
+	@rc=0; \
+	echo "ruff check"; $(PY) -m ruff check . || rc=1; \
+	echo "ruff format --check"; $(PY) -m ruff format --check . || rc=1; \
+	echo "clang-format --dry-run"; $(CLANG_FORMAT) --dry-run -Werror $(CXX_FILES) && echo "$(words $(CXX_FILES)) files fine" || rc=1; \
+	if [ $$rc -ne 0 ]; then echo "fix: make format (formats, and applies ruff's safe fixes); what it leaves, fix by hand"; fi; \
+	exit $$rc
+
+format: $(ENV_READY) ## Rewrite the code in the house style: ruff's safe fixes, ruff format, clang-format -i
+	$(PY) -m ruff check --fix-only .
+	$(PY) -m ruff format .
+	@echo "clang-format -i ($(words $(CXX_FILES)) C++ and CUDA files)"; $(CLANG_FORMAT) -i $(CXX_FILES)
+
 ##@ More
 
 doctor: $(ENV_READY) ## Check torch, CUDA toolkit, compiler, GPUs and the build cache, with a fix for each problem
@@ -79,4 +102,4 @@ $(VENV)/.installed: requirements.txt
 	$(VENV)/bin/python -m pip install -q -r requirements.txt
 	touch $@
 
-.PHONY: lab test hub grade-class check doctor bench aot cmake strip clean distclean help
+.PHONY: lab test hub grade-class check doctor bench aot cmake strip lint format clean distclean help

@@ -30,4 +30,4 @@ def run(bench):
             bench.measure("add2", "forward", dtype, n, "torch", lambda: torch.add(a, b), nbytes)
             if dtype == torch.float32 and bench.device.type == "cuda":  # the tutorial's kernel: float32, CUDA only
                 bench.measure("add2", "forward", dtype, n, "seed", lambda: seed(a, b), nbytes)
-            del a, b  # free this size's inputs before allocating the next (2 GB at 2^28 float32)
+            a = b = None  # free this size's inputs before allocating the next (2 GB at 2^28 float32)

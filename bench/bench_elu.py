@@ -60,7 +60,7 @@ def run(bench):
             bench.measure("elu", "backward", dtype, n, "ours", lambda: elu_backward(grad_out, x, ALPHA), backward)
             bench.measure("elu", "backward", dtype, n, "torch",
                           lambda: aten_elu_backward(grad_out, ALPHA, 1, 1, False, x), backward)
-            del x, grad_out
+            x = grad_out = None
 
 
 def _fits(device, nbytes):

@@ -38,11 +38,11 @@ def run(bench):
                 for name, v in VERSIONS.items():
                     if name != "atomic" or n <= BIG:
                         bench.measure("sum", "all", dtype, n, name, lambda v=v: version(x, v), nbytes)
-            del x
+            x = None
         for shape in ROW_SHAPES:
             x = torch.randn(shape, device=dev, dtype=dtype)
             nbytes = x.numel() * x.element_size() + shape[0] * x.element_size()
             pass_ = f"rows-{shape[0]}x{shape[1]}"
             bench.measure("sum", pass_, dtype, x.numel(), "ours", lambda: ours(x, -1), nbytes)
             bench.measure("sum", pass_, dtype, x.numel(), "torch", lambda: torch.sum(x, dim=-1), nbytes)
-            del x
+            x = None

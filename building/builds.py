@@ -181,7 +181,7 @@ if __name__ == "__main__":
         cuda = cuda_build_wanted()
         built = build_cmake(ROOT, DEFAULT_OPS, cuda, build_dir=build_root() / "cmake")
         print(f"built {', '.join(DEFAULT_OPS)} for {'CUDA and CPU' if cuda else 'CPU'} in {built.seconds:.1f} s:")
-        for op, so in built.libraries.items():
+        for so in built.libraries.values():
             print(f"  {so}")
         print(f"load them: from building.prebuilt import Prebuilt; "
               f"ops = Prebuilt.from_cmake({str(built.env['LABKIT_PREBUILT'])!r}, 'kernels')")

@@ -188,7 +188,7 @@ def bandwidth_sweep(device, sizes=tuple(1 << k for k in range(12, 29, 2))):
             rows.append({"n": n, "impl": impl, "nbytes": nbytes, "median_s": t.median, "q25_s": t.q25, "q75_s": t.q75})
         t = timing.time_copy(nbytes, dev)
         copies.append({"nbytes": nbytes, "median_s": t.median, "q25_s": t.q25, "q75_s": t.q75})
-        del a, b, impls
+        a = b = impls = None
     return {"device": device_name(dev), "rows": rows, "copy": copies}
 
 

@@ -66,7 +66,7 @@ def main():
                 "copy_fwd": timing.time_copy(nb_f, dev, budget=0.15).gbps(nb_f),
                 "copy_bwd": timing.time_copy(nb_b, dev, budget=0.15).gbps(nb_b)}
             cases.append((key, dt, n))
-            del x, dy
+            x = dy = None
     for name in VARIANTS:
         lab, _ = scratch_variant("elu", lambda src: variant_source(src, name), changes=name != "base")
         t0 = time.time()
@@ -85,7 +85,7 @@ def main():
             g_b = timing.benchmark(lambda: bwd(dy, x, 1.0), dev, budget=0.15).gbps(3 * n * x.element_size())
             out[key] = {"fwd_vs_torch": g_f / ref["torch_fwd"], "fwd_of_copy": g_f / ref["copy_fwd"],
                         "bwd_vs_torch": g_b / ref["torch_bwd"], "bwd_of_copy": g_b / ref["copy_bwd"]}
-            del x, dy
+            x = dy = None
         res["variants"][name] = out
         print(f"  {name:10s} of copy fwd/bwd: " + "  ".join(
             f"{k}: {v['fwd_of_copy']:.3f}/{v['bwd_of_copy']:.3f}" for k, v in out.items()), flush=True)

@@ -84,7 +84,7 @@ def main():
             print(f"time {str(dtype):15} {m:5}x{n:5}x{k:5} torch {flops / ref / 1e12:6.1f} TF/s | " +
                   " ".join(f"{name} {ref / t.median:.3f}x" for name, t in res.items() if name != "torch") +
                   f" | one call {row['one_call_ratio']:.3f}x ({row['chosen']})", flush=True)
-            del a, b
+            a = b = None
     dest = Path(os.environ.get("OUT") or results.machine_dir())
     dest.mkdir(parents=True, exist_ok=True)
     (dest / "matmul_hopper.json").write_text(json.dumps(out, indent=1))

@@ -61,7 +61,7 @@ def test_every_op_folder_is_built_and_no_build_way_lists_its_ops(tmp_path):
 
 def test_each_op_has_its_own_library(built):
     assert set(built.libraries) == set(OPS), built.log[-3000:]
-    for op, so in built.libraries.items():
+    for so in built.libraries.values():
         needed = elf_needed(so)
         assert "libtorch_cpu.so" in needed and "libc10.so" in needed
         assert ("libcudart.so.13" in needed or any(n.startswith("libcudart") for n in needed)) == built.cuda

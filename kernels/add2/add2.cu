@@ -82,7 +82,7 @@ cudaError_t add2_cuda(DType dtype, void* c, const void* a, const void* b, int64_
         const T* b_ = static_cast<const T*>(b);
         if (aligned16(a) && aligned16(b) && aligned16(c)) {
             const int64_t blocks = cdiv(n / Pack16<T>::N, threads);
-            add2_vec_kernel<T><<<blocks > 0 ? blocks : 1, threads, 0, stream>>>(c_, a_, b_, n);
+            add2_vec_kernel<T><<<(blocks > 0 ? blocks : 1), threads, 0, stream>>>(c_, a_, b_, n);
         } else {
             add2_scalar_kernel<T><<<cdiv(n, threads), threads, 0, stream>>>(c_, a_, b_, n);
         }

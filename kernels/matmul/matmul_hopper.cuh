@@ -62,6 +62,7 @@ __device__ __forceinline__ bool bar_wait(uint64_t* bar, int phase) {
     return true;
 }
 
+// clang-format off: inline PTX and its operand lists, laid out by hand
 // TMA: the box of the tensor map at (x, y) (x the contiguous dimension) into shared memory, counted on `bar`.
 __device__ __forceinline__ void tma_load(void* dst, const CUtensorMap* map, int x, int y, uint64_t* bar) {
     asm volatile(
@@ -108,6 +109,7 @@ __device__ __forceinline__ void wgmma_wait() {
     "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "           \
     "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, " \
     "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}"
+// clang-format on
 
 template <typename T, int kN>
 __device__ __forceinline__ void wgmma(float* d, uint64_t a, uint64_t b);
