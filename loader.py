@@ -18,6 +18,7 @@ What this adds to cpp_extension.load, and why:
   LABKIT_WITH_CUDA undefined).
 - Short compile errors (building/compile_errors.py) and no hang on a lock left by a killed build.
 """
+
 import fcntl
 import importlib.util
 import itertools
@@ -34,8 +35,17 @@ import torch
 
 from building import say_once, watch
 from building.compile_errors import CompileError, LoadError
-from building.environment import (COMMON, EXERCISES, KERNELS, ROOT, arch_specific_targets, build_root,  # noqa: F401
-                                  cpp_extension, cuda_build_wanted, torch_uses_lock_file)
+from building.environment import (
+    COMMON,
+    EXERCISES,
+    KERNELS,
+    ROOT,
+    arch_specific_targets,
+    build_root,  # noqa: F401
+    cpp_extension,
+    cuda_build_wanted,
+    torch_uses_lock_file,
+)
 from building.toolchain import fast_linker, safe_cxx
 
 # True only while Dynamo traces a call, the one time the edit check (an epoll_wait, which Dynamo cannot trace) must
@@ -78,8 +88,10 @@ class Ops:
         with _lock:
             if name not in self._ops:
                 if not (self._kernels / name / "op.py").is_file():
-                    raise AttributeError(f"no op {name!r}: expected a folder {self._kernels / name} with an op.py; "
-                                         "ops here: " + ", ".join(self.__dir__()))
+                    raise AttributeError(
+                        f"no op {name!r}: expected a folder {self._kernels / name} with an op.py; "
+                        "ops here: " + ", ".join(self.__dir__())
+                    )
                 self._add(name)
         return self._ops[name].front
 
@@ -139,8 +151,27 @@ def _front(op):
 class _Op:
     """One op folder: its Python face (op.py), its build, and the library loaded for it."""
 
-    __slots__ = ("name", "folder", "common", "_build_parent", "_owner", "stale", "_pending", "_built", "_failed",
-                 "_py_sig", "_fn", "_mod", "_loads", "_dirs", "_files", "_ready", "_so", "front", "__weakref__")
+    __slots__ = (
+        "name",
+        "folder",
+        "common",
+        "_build_parent",
+        "_owner",
+        "stale",
+        "_pending",
+        "_built",
+        "_failed",
+        "_py_sig",
+        "_fn",
+        "_mod",
+        "_loads",
+        "_dirs",
+        "_files",
+        "_ready",
+        "_so",
+        "front",
+        "__weakref__",
+    )
 
     def __init__(self, name, folder, common, build_dir, owner=None):
         self.name, self.folder, self.common = name, folder, common
@@ -172,8 +203,9 @@ class _Op:
         The folders are listed again only when they change."""
         dirs = (os.stat(self.folder).st_mtime_ns, os.stat(self.common).st_mtime_ns)
         if dirs != self._dirs:
-            self._files = sorted(str(p) for d in (self.folder, self.common) for p in d.iterdir()
-                                 if p.suffix in SOURCE_SUFFIXES)
+            self._files = sorted(
+                str(p) for d in (self.folder, self.common) for p in d.iterdir() if p.suffix in SOURCE_SUFFIXES
+            )
             self._dirs = dirs
         try:
             stats = tuple((st.st_mtime_ns, st.st_size) for st in map(os.stat, self._files))
@@ -217,7 +249,9 @@ class _Op:
         if sig == self._py_sig:
             return
         # a module name of its own per kit folder (a scratch copy of the kit has its own op.py)
-        mod_name = f"{NAMESPACE}_op_{self.name}" + ("" if self.folder.parent in (KERNELS, EXERCISES) else f"_{id(self)}")
+        mod_name = f"{NAMESPACE}_op_{self.name}" + (
+            "" if self.folder.parent in (KERNELS, EXERCISES) else f"_{id(self)}"
+        )
         spec = importlib.util.spec_from_file_location(mod_name, path)
         mod = importlib.util.module_from_spec(spec)
         sys.modules[spec.name] = mod  # torch.compile looks functions' modules up by name
@@ -231,8 +265,11 @@ class _Op:
                 _lib.define(schema)
                 _defined[op_name] = schema
             elif _defined[op_name] != schema:
-                print(f"[labkit] {self.name}: the schema of {op_name} changed in op.py; a schema is defined once per "
-                      f"process, so restart the Python kernel to use the new one", file=sys.stderr)
+                print(
+                    f"[labkit] {self.name}: the schema of {op_name} changed in op.py; a schema is defined once per "
+                    f"process, so restart the Python kernel to use the new one",
+                    file=sys.stderr,
+                )
         if self.name not in _registered:
             mod.register(_lib)
             _registered.add(self.name)
@@ -244,7 +281,9 @@ class _Op:
 
     def build_dir(self, cuda=None):
         cuda = cuda_build_wanted() if cuda is None else cuda
-        kind = f"torch{torch.__version__}-py{sys.version_info.major}{sys.version_info.minor}-{'cuda' if cuda else 'cpu'}"
+        kind = (
+            f"torch{torch.__version__}-py{sys.version_info.major}{sys.version_info.minor}-{'cuda' if cuda else 'cpu'}"
+        )
         return (self._build_parent or build_root()) / kind / self.name
 
     def sources(self, cuda):
@@ -289,22 +328,34 @@ class _Op:
             cpp_extension().JIT_EXTENSION_VERSIONER.entries.pop(ext, None)
             try:
                 so = cpp_extension().load(
-                    name=ext, sources=self.sources(cuda), extra_cflags=self.flags(cuda),
-                    extra_cuda_cflags=self.flags(cuda, nvcc=True), extra_include_paths=[str(self.common)],
+                    name=ext,
+                    sources=self.sources(cuda),
+                    extra_cflags=self.flags(cuda),
+                    extra_cuda_cflags=self.flags(cuda, nvcc=True),
+                    extra_include_paths=[str(self.common)],
                     extra_ldflags=[f for f in [fast_linker(cxx)] if f],
-                    build_directory=str(build_dir), with_cuda=cuda, is_python_module=False, verbose=False)
+                    build_directory=str(build_dir),
+                    with_cuda=cuda,
+                    is_python_module=False,
+                    verbose=False,
+                )
             except RuntimeError as e:
                 raise CompileError.from_build_output(self.name, str(e), build_dir) from None
             except OSError as e:
                 raise LoadError.from_os_error(self.name, e) from None
         written = _ninja_outputs_since(ninja_log, log_start)
-        compiled = [Path(s).name for s in self.sources(cuda)
-                    if Path(s).stem + (".cuda.o" if s.endswith(".cu") else ".o") in written]
+        compiled = [
+            Path(s).name
+            for s in self.sources(cuda)
+            if Path(s).stem + (".cuda.o" if s.endswith(".cu") else ".o") in written
+        ]
         self._load_library(Path(so), rebuilt=True)
         self._built, self._failed, self._so = sig, None, Path(so)
         what = ("built" if self._loads == 1 else "rebuilt") if compiled else "loaded"
         detail = f": compiled {', '.join(compiled)}" if compiled else " (up to date)"
-        print(f"[labkit] {self.name}: {what} for {'CUDA' if cuda else 'CPU'} in {time.perf_counter() - t0:.1f} s{detail}")
+        print(
+            f"[labkit] {self.name}: {what} for {'CUDA' if cuda else 'CPU'} in {time.perf_counter() - t0:.1f} s{detail}"
+        )
 
     def _load_library(self, so, rebuilt):
         """dlopen returns the library it already has for a path it has seen, old code and all. So a path

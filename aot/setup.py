@@ -15,6 +15,7 @@ later) or have the `wheel` package beside it. Environment: LABKIT_CUDA=1/0 (defa
 is visible and nvcc is found, as for the JIT loader), LABKIT_OPS (comma-separated; default: every op folder of
 ../kernels, building.builds.lesson_ops). Objects, the wheel's staging and the egg-info go to aot/build/.
 """
+
 import os
 import shutil
 import sys
@@ -53,8 +54,12 @@ def extension(op):
     sources = sorted(os.path.relpath(p, HERE) for p in (KERNELS / op).iterdir() if p.suffix in suffixes)
     common = ["-O3"] + (["-DLABKIT_WITH_CUDA"] if CUDA else [])  # what loader._Op.flags gives the JIT build
     kind = cpp_extension.CUDAExtension if CUDA else cpp_extension.CppExtension
-    return kind(f"labkit_aot._{op}", sources, include_dirs=[str(KERNELS / "common")],
-                extra_compile_args={"cxx": common + cxx_flags, "nvcc": common + cuda_flags})
+    return kind(
+        f"labkit_aot._{op}",
+        sources,
+        include_dirs=[str(KERNELS / "common")],
+        extra_compile_args={"cxx": common + cxx_flags, "nvcc": common + cuda_flags},
+    )
 
 
 class BuildExtensionCudaObjects(cpp_extension.BuildExtension):
@@ -67,8 +72,10 @@ class BuildExtensionCudaObjects(cpp_extension.BuildExtension):
 
         def object_filenames(sources, strip_dir=0, output_dir=""):
             objects = names(sources, strip_dir=strip_dir, output_dir=output_dir)
-            return [o[:-2] + ".cuda.o" if str(s).endswith(".cu") and o.endswith(".o") else o
-                    for s, o in zip(sources, objects)]
+            return [
+                o[:-2] + ".cuda.o" if str(s).endswith(".cu") and o.endswith(".o") else o
+                for s, o in zip(sources, objects)
+            ]
 
         self.compiler.object_filenames = object_filenames
         super().build_extensions()

@@ -4,16 +4,38 @@ starts from (float32, GPU only).
 Bytes: read a and b, write c: 3 * n * element size. There is one add per 12 bytes (float32), so it is a pure
 bandwidth test: the best any add can do is about a copy's speed (measured beside it by run.py).
 """
+
 import torch
 
 from loader import ops
 
 # From 2^24 elements on, where launch costs no longer matter: ours keeps up with torch.add, and moves at least 0.97
 # of what a copy of the same bytes moves, in every dtype (a memory-bound kernel can do no better than a copy)
-BARS = [{"op": "add2", "pass": "forward", "dtype": "float32", "min_n": 1 << 24, "impl": "ours", "vs": "torch",
-         "at_least": 0.97, "device": "cuda"}]
-BARS += [{"op": "add2", "pass": "forward", "dtype": dtype, "min_n": 1 << 24, "impl": "ours", "vs": "copy",
-          "at_least": 0.97, "device": "cuda"} for dtype in ("float32", "bfloat16")]
+BARS = [
+    {
+        "op": "add2",
+        "pass": "forward",
+        "dtype": "float32",
+        "min_n": 1 << 24,
+        "impl": "ours",
+        "vs": "torch",
+        "at_least": 0.97,
+        "device": "cuda",
+    }
+]
+BARS += [
+    {
+        "op": "add2",
+        "pass": "forward",
+        "dtype": dtype,
+        "min_n": 1 << 24,
+        "impl": "ours",
+        "vs": "copy",
+        "at_least": 0.97,
+        "device": "cuda",
+    }
+    for dtype in ("float32", "bfloat16")
+]
 
 
 def run(bench):

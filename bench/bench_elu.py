@@ -10,6 +10,7 @@ The backward is timed alone (one kernel call, not an autograd graph), the same f
 called as torch.ops.labkit.* directly, as PyTorch's are: what ops.elu adds on the host (its edit check and friendly
 call) is measured apart, per call, by bench/calls.py.
 """
+
 import torch
 import torch.nn.functional as F
 
@@ -22,11 +23,32 @@ DTYPES = (torch.float32, torch.bfloat16, torch.float16, torch.float64)
 # The bars, from 2^24 elements on. A memory-bound kernel can do no better than a copy of the same bytes, so every
 # pass in every dtype is held to 0.97 of one; and float32's forward to F.elu's own speed. The 16-bit passes are not
 # held to a multiple of F.elu: at 2^24 a copy itself is only ~1.46x F.elu there, so no kernel could reach 1.5x.
-BARS = [{"op": "elu", "pass": pass_, "dtype": dtype, "min_n": BIG, "impl": "ours", "vs": "copy", "at_least": 0.97,
-         "device": "cuda"}
-        for pass_ in ("forward", "backward") for dtype in ("float32", "float64", "bfloat16", "float16")]
-BARS.append({"op": "elu", "pass": "forward", "dtype": "float32", "min_n": BIG, "impl": "ours", "vs": "torch",
-             "at_least": 1.00, "device": "cuda"})
+BARS = [
+    {
+        "op": "elu",
+        "pass": pass_,
+        "dtype": dtype,
+        "min_n": BIG,
+        "impl": "ours",
+        "vs": "copy",
+        "at_least": 0.97,
+        "device": "cuda",
+    }
+    for pass_ in ("forward", "backward")
+    for dtype in ("float32", "float64", "bfloat16", "float16")
+]
+BARS.append(
+    {
+        "op": "elu",
+        "pass": "forward",
+        "dtype": "float32",
+        "min_n": BIG,
+        "impl": "ours",
+        "vs": "torch",
+        "at_least": 1.00,
+        "device": "cuda",
+    }
+)
 
 
 def run(bench):
@@ -50,7 +72,9 @@ def run(bench):
 
             # validate, then time: a fast wrong kernel is worth nothing
             torch.testing.assert_close(elu(x, ALPHA), F.elu(x, ALPHA))
-            torch.testing.assert_close(elu_backward(grad_out, x, ALPHA), aten_elu_backward(grad_out, ALPHA, 1, 1, False, x))
+            torch.testing.assert_close(
+                elu_backward(grad_out, x, ALPHA), aten_elu_backward(grad_out, ALPHA, 1, 1, False, x)
+            )
             bench.measure("elu", "forward", dtype, n, "ours", lambda: elu(x, ALPHA), forward)
             bench.measure("elu", "forward", dtype, n, "torch", lambda: F.elu(x, ALPHA), forward)
             if dtype == torch.float32 and dev.type == "cuda":
@@ -58,8 +82,15 @@ def run(bench):
                     torch.testing.assert_close(seed(x), F.elu(x, ALPHA))  # expf(x) - 1: the default tolerance
                     bench.measure("elu", "forward", dtype, n, impl, lambda seed=seed: seed(x), forward)
             bench.measure("elu", "backward", dtype, n, "ours", lambda: elu_backward(grad_out, x, ALPHA), backward)
-            bench.measure("elu", "backward", dtype, n, "torch",
-                          lambda: aten_elu_backward(grad_out, ALPHA, 1, 1, False, x), backward)
+            bench.measure(
+                "elu",
+                "backward",
+                dtype,
+                n,
+                "torch",
+                lambda: aten_elu_backward(grad_out, ALPHA, 1, 1, False, x),
+                backward,
+            )
             x = grad_out = None
 
 

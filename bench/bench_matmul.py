@@ -21,6 +21,7 @@ registers, spills and shared memory (cuobjdump on the built library) with the oc
 Napkin math for the slow versions: naive does ~1 TFLOP/s at best (0.25 flop/byte from DRAM), so at 8192 one call
 is > 1 s; versions 1-2 stop at 4096 (0.1-0.3 s a call, 10 repetitions).
 """
+
 import time
 
 import torch
@@ -37,9 +38,16 @@ HOPPER_VERSIONS = {"wgmma": 8, "warpspec": 9, "wide": 10, "persistent": 11, "tal
 LARGEST = {"naive": 4096, "coalesced": 4096}
 # threads per block of each kernel (matmul.cu's and matmul_hopper.cu's launchers), for the occupancy its registers
 # and shared memory allow
-THREADS = {"matmul_naive_kernel": 1024, "matmul_coalesced_kernel": 1024, "matmul_smem_kernel": 1024,
-           "matmul_reg1d_kernel": 512, "matmul_reg2d_kernel": 256, "matmul_vec_kernel": 256, "matmul_wmma_kernel": 128,
-           "matmul_tma_wgmma_kernel": 128}
+THREADS = {
+    "matmul_naive_kernel": 1024,
+    "matmul_coalesced_kernel": 1024,
+    "matmul_smem_kernel": 1024,
+    "matmul_reg1d_kernel": 512,
+    "matmul_reg2d_kernel": 256,
+    "matmul_vec_kernel": 256,
+    "matmul_wmma_kernel": 128,
+    "matmul_tma_wgmma_kernel": 128,
+}
 # flops per clock per SM: float32 FMA lanes x 2, and dense bfloat16 tensor-core flops (NVIDIA's architecture papers)
 FP32_PER_CLOCK = {(8, 0): 128, (8, 6): 256, (8, 9): 256, (9, 0): 256}
 BF16_PER_CLOCK = {(8, 0): 2048, (9, 0): 4096}
@@ -49,25 +57,40 @@ HARNESS = (4096, 5120, 4096)
 
 
 def _bar(pass_, dtype, at_least, n_from, n_to=None, impl="ours", vs="torch"):
-    return {"op": "matmul", "pass": pass_, "dtype": dtype, "min_n": n_from, "max_n": n_to or n_from, "impl": impl,
-            "vs": vs, "at_least": at_least, "device": "cuda"}
+    return {
+        "op": "matmul",
+        "pass": pass_,
+        "dtype": dtype,
+        "min_n": n_from,
+        "max_n": n_to or n_from,
+        "impl": impl,
+        "vs": vs,
+        "at_least": at_least,
+        "device": "cuda",
+    }
 
 
 # At 4096^3 and 8192^3: 16 bits at least 0.70x torch.matmul (the tensor-core kernels against cuBLAS), float32 at
 # least 0.75x; the skinny product at least 0.5x; the harness's one call at least 0.70x; a shape no multiple of any
 # tile within 15% of the speed at the nearest multiple.
-BARS = [_bar("square", "bfloat16", 0.70, 4096, 8192), _bar("square", "float16", 0.70, 4096, 8192),
-        _bar("square", "float32", 0.75, 4096, 8192),
-        _bar("skinny", "bfloat16", 0.5, SKINNY[0]), _bar("skinny", "float32", 0.5, SKINNY[0]),
-        _bar("harness", "float16", 0.70, HARNESS[0]),
-        _bar("unaligned", "bfloat16", 0.85, UNALIGNED[0], vs="ours_aligned")]
+BARS = [
+    _bar("square", "bfloat16", 0.70, 4096, 8192),
+    _bar("square", "float16", 0.70, 4096, 8192),
+    _bar("square", "float32", 0.75, 4096, 8192),
+    _bar("skinny", "bfloat16", 0.5, SKINNY[0]),
+    _bar("skinny", "float32", 0.5, SKINNY[0]),
+    _bar("harness", "float16", 0.70, HARNESS[0]),
+    _bar("unaligned", "bfloat16", 0.85, UNALIGNED[0], vs="ours_aligned"),
+]
 
 
 def peaks(props):
     """{"float32": TFLOP/s, "bfloat16": TFLOP/s or None} from SMs x clock x flops per clock per SM."""
     cc, sms, hz = (props.major, props.minor), props.multi_processor_count, getattr(props, "clock_rate", 0) * 1e3
-    return {dtype: table[cc] * sms * hz / 1e12 if cc in table and hz else None
-            for dtype, table in (("float32", FP32_PER_CLOCK), ("bfloat16", BF16_PER_CLOCK))}
+    return {
+        dtype: table[cc] * sms * hz / 1e12 if cc in table and hz else None
+        for dtype, table in (("float32", FP32_PER_CLOCK), ("bfloat16", BF16_PER_CLOCK))
+    }
 
 
 def kernel_threads(name, kernel):
@@ -88,8 +111,13 @@ def resource_rows(props):
         name = r["kernel"].split("<")[0].split("::")[-1].split("(")[0]  # "(anonymous namespace)::" off too
         threads = kernel_threads(name, r["kernel"])
         if threads and r["arch"].startswith(f"sm_{props.major}{props.minor}"):  # sm_90a too
-            rows.append({**r, "threads": threads,
-                         **resources.theoretical_occupancy(r["registers"], r["shared"], threads, props)})
+            rows.append(
+                {
+                    **r,
+                    "threads": threads,
+                    **resources.theoretical_occupancy(r["registers"], r["shared"], threads, props),
+                }
+            )
     return rows
 
 
@@ -128,14 +156,16 @@ def run(bench):
     torch.backends.cuda.matmul.allow_tf32 = False
     try:
         for dtype in (torch.float32, torch.bfloat16, torch.float16):
-            lesson = {torch.float32: FLOAT32_VERSIONS,
-                      torch.bfloat16: {**TENSOR_CORE_VERSIONS, **(HOPPER_VERSIONS if hopper else {})}}.get(dtype, {})
+            lesson = {
+                torch.float32: FLOAT32_VERSIONS,
+                torch.bfloat16: {**TENSOR_CORE_VERSIONS, **(HOPPER_VERSIONS if hopper else {})},
+            }.get(dtype, {})
             for n in sizes:
                 a, b = _inputs(n, n, n, dtype, dev)
                 flops, nbytes = _cost(n, n, n, a)
                 bench.measure("matmul", "square", dtype, n, "ours", lambda: ours(a, b), nbytes, flops)
                 bench.measure("matmul", "square", dtype, n, "torch", lambda: torch.matmul(a, b), nbytes, flops)
-                for name, v in (lesson.items() if gpu else ()):
+                for name, v in lesson.items() if gpu else ():
                     if n <= LARGEST.get(name, n):
                         bench.measure("matmul", "square", dtype, n, name, lambda v=v: version(a, b, v), nbytes, flops)
                 del a, b
@@ -152,8 +182,9 @@ def run(bench):
             n = UNALIGNED[0] + 1  # the nearest multiple of every tile
             a, b = _inputs(n, n, n, torch.bfloat16, dev)
             flops, nbytes = _cost(n, n, n, a)
-            bench.measure("matmul", "unaligned", torch.bfloat16, UNALIGNED[0], "ours_aligned", lambda: ours(a, b),
-                          nbytes, flops)
+            bench.measure(
+                "matmul", "unaligned", torch.bfloat16, UNALIGNED[0], "ours_aligned", lambda: ours(a, b), nbytes, flops
+            )
             a, b = _inputs(*HARNESS, torch.float16, dev)
             flops, nbytes = _cost(*HARNESS, a)
             for impl, fn in (("ours", lambda: ours(a, b)), ("torch", lambda: a @ b)):
@@ -166,12 +197,15 @@ def run(bench):
         bench.extra["matmul"] = {
             "peak_tflops": peaks(props),
             "peak_source": f"{props.multi_processor_count} SMs x {getattr(props, 'clock_rate', 0) / 1e6:.2f} GHz "
-                           "(boost clock; 0: this torch does not say) x flops per clock per SM (float32 FMA lanes x 2; "
-                           "dense bfloat16 tensor cores)",
-            "chosen": {f"{dtype} {m}x{n}x{k}": ops.matmul(*_inputs(m, n, k, dtype, dev), which=True)
-                       for dtype in (torch.float32, torch.bfloat16, torch.float16)
-                       for m, n, k in ((4096, 4096, 4096), SKINNY, UNALIGNED, HARNESS)},
-            "resources": []}
+            "(boost clock; 0: this torch does not say) x flops per clock per SM (float32 FMA lanes x 2; "
+            "dense bfloat16 tensor cores)",
+            "chosen": {
+                f"{dtype} {m}x{n}x{k}": ops.matmul(*_inputs(m, n, k, dtype, dev), which=True)
+                for dtype in (torch.float32, torch.bfloat16, torch.float16)
+                for m, n, k in ((4096, 4096, 4096), SKINNY, UNALIGNED, HARNESS)
+            },
+            "resources": [],
+        }
         try:
             bench.extra["matmul"]["resources"] = resource_rows(props)
         except (OSError, RuntimeError) as e:  # no cuobjdump here: the timings stand without it

@@ -8,6 +8,7 @@ already take milliseconds). The sum of each row (dim=-1) on the three shapes of 
 Bytes: a sum reads x once and writes one number per row: n * element size. run.py sets it beside a copy of the same
 bytes (half read, half written), the ceiling of any memory-bound kernel; a read-only kernel can come near it.
 """
+
 import torch
 
 from loader import ops
@@ -18,10 +19,33 @@ VERSIONS = {"atomic": 1, "interleaved": 2, "sequential": 3, "warp": 4}
 
 # From 2^24 elements, the sum at least as fast as torch.sum in float32 and bfloat16; each row sum as fast as
 # torch.sum(x, dim=-1) on each shape: the lesson's two-pass kernel is what torch.sum does, so it should keep up
-BARS = [{"op": "sum", "pass": "all", "dtype": dtype, "min_n": BIG, "impl": "ours", "vs": "torch", "at_least": 1.00,
-         "device": "cuda"} for dtype in ("float32", "bfloat16")]
-BARS += [{"op": "sum", "pass": f"rows-{r}x{c}", "dtype": dtype, "min_n": 0, "impl": "ours", "vs": "torch",
-          "at_least": 1.00, "device": "cuda"} for r, c in ROW_SHAPES for dtype in ("float32", "bfloat16")]
+BARS = [
+    {
+        "op": "sum",
+        "pass": "all",
+        "dtype": dtype,
+        "min_n": BIG,
+        "impl": "ours",
+        "vs": "torch",
+        "at_least": 1.00,
+        "device": "cuda",
+    }
+    for dtype in ("float32", "bfloat16")
+]
+BARS += [
+    {
+        "op": "sum",
+        "pass": f"rows-{r}x{c}",
+        "dtype": dtype,
+        "min_n": 0,
+        "impl": "ours",
+        "vs": "torch",
+        "at_least": 1.00,
+        "device": "cuda",
+    }
+    for r, c in ROW_SHAPES
+    for dtype in ("float32", "bfloat16")
+]
 
 
 def run(bench):

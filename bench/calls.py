@@ -8,6 +8,7 @@ The bar (issues 13, 16 and 17): ops.<op> costs at most 2.5x PyTorch's op per cal
 from one run with the callables taken in turn (kit.timing.per_call), so a slow moment of the machine slows all of
 them alike.
 """
+
 import math
 
 import torch
@@ -30,19 +31,34 @@ def cases(device, n):
     add2, elu, sum_ = torch.ops.labkit.add2.default, torch.ops.labkit.elu.default, torch.ops.labkit.sum.default
     mm = torch.ops.labkit.matmul.default
     return [
-        ("add2", False, {"ops": lambda: ops.add2(a, b), "registered": lambda: add2(a, b),
-                         "torch": lambda: torch.add(a, b)}),
-        ("add2", True, {"ops": lambda: ops.add2(ag, b), "registered": lambda: add2(ag, b),
-                        "torch": lambda: torch.add(ag, b)}),
+        (
+            "add2",
+            False,
+            {"ops": lambda: ops.add2(a, b), "registered": lambda: add2(a, b), "torch": lambda: torch.add(a, b)},
+        ),
+        (
+            "add2",
+            True,
+            {"ops": lambda: ops.add2(ag, b), "registered": lambda: add2(ag, b), "torch": lambda: torch.add(ag, b)},
+        ),
         ("elu", False, {"ops": lambda: ops.elu(a), "registered": lambda: elu(a, 1.0), "torch": lambda: F.elu(a)}),
         ("elu", True, {"ops": lambda: ops.elu(ag), "registered": lambda: elu(ag, 1.0), "torch": lambda: F.elu(ag)}),
         ("sum", False, {"ops": lambda: ops.sum(a), "registered": lambda: sum_(a, None), "torch": lambda: torch.sum(a)}),
-        ("sum", True, {"ops": lambda: ops.sum(ag), "registered": lambda: sum_(ag, None),
-                       "torch": lambda: torch.sum(ag)}),
-        ("matmul", False, {"ops": lambda: ops.matmul(m, m), "registered": lambda: mm(m, m),
-                           "torch": lambda: torch.matmul(m, m)}),
-        ("matmul", True, {"ops": lambda: ops.matmul(mg, m), "registered": lambda: mm(mg, m),
-                          "torch": lambda: torch.matmul(mg, m)}),
+        (
+            "sum",
+            True,
+            {"ops": lambda: ops.sum(ag), "registered": lambda: sum_(ag, None), "torch": lambda: torch.sum(ag)},
+        ),
+        (
+            "matmul",
+            False,
+            {"ops": lambda: ops.matmul(m, m), "registered": lambda: mm(m, m), "torch": lambda: torch.matmul(m, m)},
+        ),
+        (
+            "matmul",
+            True,
+            {"ops": lambda: ops.matmul(mg, m), "registered": lambda: mm(mg, m), "torch": lambda: torch.matmul(mg, m)},
+        ),
     ]
 
 
@@ -55,30 +71,42 @@ def measure(device, log=print):
     rows = []
     for op, grad, fns in cases(device, n):
         host = timing.per_call(fns, device=device)
-        row = {"op": op, "grad": grad, "device": device.type, "n": n,
-               "host_us": {impl: t.median * 1e6 for impl, t in host.items()},
-               "host_q25_us": {impl: t.q25 * 1e6 for impl, t in host.items()},
-               "host_q75_us": {impl: t.q75 * 1e6 for impl, t in host.items()}}
+        row = {
+            "op": op,
+            "grad": grad,
+            "device": device.type,
+            "n": n,
+            "host_us": {impl: t.median * 1e6 for impl, t in host.items()},
+            "host_q25_us": {impl: t.q25 * 1e6 for impl, t in host.items()},
+            "host_q75_us": {impl: t.q75 * 1e6 for impl, t in host.items()},
+        }
         if device.type == "cuda":
             row["end_to_end_us"] = {impl: timing.end_to_end(fn, device).median * 1e6 for impl, fn in fns.items()}
         row["ratio"] = row["host_us"]["ops"] / row["host_us"]["torch"]
         row["status"] = "PASS" if row["ratio"] <= BAR else "FAIL"
         rows.append(row)
-        log(f"  {op}{' (requires_grad)' if grad else ''} on {device.type}, n={n}: " + ", ".join(
-            f"{impl} {us:.2f} us" for impl, us in row["host_us"].items()) + f"; ops/torch {row['ratio']:.2f}x "
-            f"({row['status']})")
+        log(
+            f"  {op}{' (requires_grad)' if grad else ''} on {device.type}, n={n}: "
+            + ", ".join(f"{impl} {us:.2f} us" for impl, us in row["host_us"].items())
+            + f"; ops/torch {row['ratio']:.2f}x "
+            f"({row['status']})"
+        )
     return rows
 
 
 def markdown(rows):
     e2e = any("end_to_end_us" in r for r in rows)
-    head = ("| op | requires_grad | device | n | ops.<op> us | torch.ops.labkit us | PyTorch us | ops/PyTorch | bar |"
-            + (" end to end: ops / PyTorch us |" if e2e else ""))
+    head = (
+        "| op | requires_grad | device | n | ops.<op> us | torch.ops.labkit us | PyTorch us | ops/PyTorch | bar |"
+        + (" end to end: ops / PyTorch us |" if e2e else "")
+    )
     lines = [head, "|" + " --- |" * (head.count("|") - 1)]
     for r in rows:
         h = r["host_us"]
-        line = (f"| {r['op']} | {r['grad']} | {r['device']} | {r['n']} | {h['ops']:.2f} | {h['registered']:.2f} | "
-                f"{h['torch']:.2f} | {r['ratio']:.2f}x | {r['status']} (<= {BAR}x) |")
+        line = (
+            f"| {r['op']} | {r['grad']} | {r['device']} | {r['n']} | {h['ops']:.2f} | {h['registered']:.2f} | "
+            f"{h['torch']:.2f} | {r['ratio']:.2f}x | {r['status']} (<= {BAR}x) |"
+        )
         if e2e:
             e = r.get("end_to_end_us")
             line += f" {e['ops']:.1f} / {e['torch']:.1f} |" if e else " - |"

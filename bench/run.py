@@ -25,6 +25,7 @@ bench.md (the table and the bars) and one PNG per op/pass/dtype (GB/s against n,
 Without a GPU there is nothing to measure: it says so and exits 0. --cpu measures the CPU paths with the host
 timer instead, to exercise the code (CPU numbers say nothing about the GPU kernels).
 """
+
 import argparse
 import datetime
 import importlib.util
@@ -67,8 +68,19 @@ class Bench:
         """Time fn (device timer on a GPU, host timer on the CPU; or timer(fn), which returns a Timing), record the
         row, and return the Timing."""
         t = timer(fn) if timer else timing.benchmark(fn, self.device, budget=self.budget)
-        row = {"op": op, "pass": pass_, "dtype": dtype_name(dtype), "n": int(n), "impl": impl, "nbytes": int(nbytes),
-               "median_s": t.median, "q25_s": t.q25, "q75_s": t.q75, "reps": t.reps, "gbps": t.gbps(nbytes)}
+        row = {
+            "op": op,
+            "pass": pass_,
+            "dtype": dtype_name(dtype),
+            "n": int(n),
+            "impl": impl,
+            "nbytes": int(nbytes),
+            "median_s": t.median,
+            "q25_s": t.q25,
+            "q75_s": t.q75,
+            "reps": t.reps,
+            "gbps": t.gbps(nbytes),
+        }
         rate = f"{fmt_gbps(row['gbps'])} GB/s"
         if flops is not None:
             row["flops"] = int(flops)
@@ -104,6 +116,7 @@ def cpu_name():
 # ----------------------------------------------------------------------------------------------
 # Running the bench modules
 
+
 def discover(folder=HERE):
     return sorted(folder.glob("bench_*.py"))
 
@@ -136,8 +149,16 @@ def measure_copies(rows, device, budget, log=print):
     for nbytes in sorted({r["nbytes"] for r in rows if "flops" not in r}):
         t = timing.time_copy(nbytes, device, budget=budget)
         moved = 2 * max(nbytes // 2, 1)
-        copies.append({"nbytes": nbytes, "median_s": t.median, "q25_s": t.q25, "q75_s": t.q75, "reps": t.reps,
-                       "gbps": timing.gbps(moved, t.median)})
+        copies.append(
+            {
+                "nbytes": nbytes,
+                "median_s": t.median,
+                "q25_s": t.q25,
+                "q75_s": t.q75,
+                "reps": t.reps,
+                "gbps": timing.gbps(moved, t.median),
+            }
+        )
         log(f"  copy {nbytes} bytes: {timing.fmt_time(t.median)}, {fmt_gbps(copies[-1]['gbps'])} GB/s")
         if device.type == "cuda":
             torch.cuda.empty_cache()  # the copy buffers of the largest sizes are GBs: give them back
@@ -146,6 +167,7 @@ def measure_copies(rows, device, budget, log=print):
 
 # ----------------------------------------------------------------------------------------------
 # Bars, table, plots
+
 
 def evaluate_bars(rows, bars, device_type, copies=()):
     """Each bar is a dict: op, pass, dtype (name), min_n, impl, vs, at_least, and device ("cuda" by default), and
@@ -161,8 +183,11 @@ def evaluate_bars(rows, bars, device_type, copies=()):
             continue
         ratios = []
         for n in sorted({r["n"] for r in rows if bar["min_n"] <= r["n"] <= bar.get("max_n", r["n"])}):
-            mine = [r for r in rows if r["op"] == bar["op"] and r["pass"] == bar["pass"] and r["dtype"] == bar["dtype"]
-                    and r["n"] == n]
+            mine = [
+                r
+                for r in rows
+                if r["op"] == bar["op"] and r["pass"] == bar["pass"] and r["dtype"] == bar["dtype"] and r["n"] == n
+            ]
             pick = {r["impl"]: r.get("tflops", r["gbps"]) for r in mine}
             if mine and "tflops" not in mine[0] and mine[0].get("nbytes") in copy_gbps:
                 pick["copy"] = copy_gbps[mine[0]["nbytes"]]
@@ -192,7 +217,9 @@ def sizes_text(bar):
 
 
 def bar_text(bar):
-    return f"{bar['op']} {bar['pass']} {bar['dtype']}, {sizes_text(bar)}: {bar['impl']}/{bar['vs']} >= {bar['at_least']}"
+    return (
+        f"{bar['op']} {bar['pass']} {bar['dtype']}, {sizes_text(bar)}: {bar['impl']}/{bar['vs']} >= {bar['at_least']}"
+    )
 
 
 def groups(rows):
@@ -205,8 +232,10 @@ def table(rows, copies):
     flop_rows = [r for r in rows if "flops" in r]
     rows = [r for r in rows if "flops" not in r]
     copy_gbps = {c["nbytes"]: c["gbps"] for c in copies}
-    lines = ["| op | pass | dtype | n | ours GB/s | torch GB/s | copy GB/s | ours/torch | ours % of copy | others GB/s |",
-             "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |"]
+    lines = [
+        "| op | pass | dtype | n | ours GB/s | torch GB/s | copy GB/s | ours/torch | ours % of copy | others GB/s |",
+        "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |",
+    ]
     keys = list(dict.fromkeys((r["op"], r["pass"], r["dtype"], r["n"]) for r in rows))
     for op, pass_, dtype, n in keys:
         mine = [r for r in rows if (r["op"], r["pass"], r["dtype"], r["n"]) == (op, pass_, dtype, n)]
@@ -216,15 +245,19 @@ def table(rows, copies):
         ratio = f"{ours['gbps'] / ref['gbps']:.3f}" if ours and ref else "-"
         of_copy = f"{100 * ours['gbps'] / copy:.0f}%" if ours and copy else "-"
         others = ", ".join(f"{r['impl']} {fmt_gbps(r['gbps'])}" for r in mine if r["impl"] not in ("ours", "torch"))
-        lines.append(f"| {op} | {pass_} | {dtype} | {fmt_n(n)} | {fmt_gbps(ours and ours['gbps'])} | "
-                     f"{fmt_gbps(ref and ref['gbps'])} | {fmt_gbps(copy)} | {ratio} | {of_copy} | {others or '-'} |")
+        lines.append(
+            f"| {op} | {pass_} | {dtype} | {fmt_n(n)} | {fmt_gbps(ours and ours['gbps'])} | "
+            f"{fmt_gbps(ref and ref['gbps'])} | {fmt_gbps(copy)} | {ratio} | {of_copy} | {others or '-'} |"
+        )
     parts = ["\n".join(lines)] if rows else []
     return "\n\n".join(parts + ([flops_table(flop_rows)] if flop_rows else []))
 
 
 def flops_table(rows):
-    lines = ["| op | pass | dtype | n | ours TFLOP/s | torch TFLOP/s | ours/torch | others TFLOP/s |",
-             "| --- | --- | --- | --- | ---: | ---: | ---: | --- |"]
+    lines = [
+        "| op | pass | dtype | n | ours TFLOP/s | torch TFLOP/s | ours/torch | others TFLOP/s |",
+        "| --- | --- | --- | --- | ---: | ---: | ---: | --- |",
+    ]
     for op, pass_, dtype, n in dict.fromkeys((r["op"], r["pass"], r["dtype"], r["n"]) for r in rows):
         by_impl = {r["impl"]: r for r in rows if (r["op"], r["pass"], r["dtype"], r["n"]) == (op, pass_, dtype, n)}
         ours, ref = by_impl.get("ours"), by_impl.get("torch")
@@ -236,15 +269,22 @@ def flops_table(rows):
 
 
 def markdown(result, bar_results):
-    timer = ("CUDA events around each repetition, L2 flushed before each, median of 10 to 1000 repetitions "
-             "(kit.timing.device_time)" if result["kind"] == "cuda" else
-             "host clock, median of 5 to 200 repetitions (kit.timing.host_time): CPU paths, to exercise the code")
-    out = [f"# Benchmark: {result['device']}, {result['date']}",
-           "",
-           f"torch {result['torch']}; {timer}. GB/s = the bytes the op must move (inputs read once, outputs written "
-           f"once) / median time. copy = a copy moving the same bytes (half read, half written), the ceiling. "
-           f"TFLOP/s (compute-bound ops: matmul, n = M = N = K) = the op's flops (2MNK) / median time.",
-           "", "## Bars", ""]
+    timer = (
+        "CUDA events around each repetition, L2 flushed before each, median of 10 to 1000 repetitions "
+        "(kit.timing.device_time)"
+        if result["kind"] == "cuda"
+        else "host clock, median of 5 to 200 repetitions (kit.timing.host_time): CPU paths, to exercise the code"
+    )
+    out = [
+        f"# Benchmark: {result['device']}, {result['date']}",
+        "",
+        f"torch {result['torch']}; {timer}. GB/s = the bytes the op must move (inputs read once, outputs written "
+        f"once) / median time. copy = a copy moving the same bytes (half read, half written), the ceiling. "
+        f"TFLOP/s (compute-bound ops: matmul, n = M = N = K) = the op's flops (2MNK) / median time.",
+        "",
+        "## Bars",
+        "",
+    ]
     if not bar_results:
         out.append("No bars declared.")
     for bar, status, detail in bar_results:
@@ -287,6 +327,7 @@ def save_plots(result, out_dir):
 
 # ----------------------------------------------------------------------------------------------
 
+
 def main(argv=None, bench_dir=HERE):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--quick", action="store_true", help="fewer sizes (2^24 stays, so the bars are still judged)")
@@ -296,9 +337,11 @@ def main(argv=None, bench_dir=HERE):
     args = p.parse_args(argv)
 
     if not args.cpu and not torch.cuda.is_available():
-        print("bench/run.py: this machine has no CUDA GPU (torch.cuda.is_available() is False), so there are no "
-              "kernel bandwidths to measure. Run it on a GPU machine; `--cpu` measures the CPU paths instead, to "
-              "exercise the code. What a call costs on the CPU is measured all the same:")
+        print(
+            "bench/run.py: this machine has no CUDA GPU (torch.cuda.is_available() is False), so there are no "
+            "kernel bandwidths to measure. Run it on a GPU machine; `--cpu` measures the CPU paths instead, to "
+            "exercise the code. What a call costs on the CPU is measured all the same:"
+        )
         return per_call_only(args.out or results.machine_dir("cpu"))
     if args.cpu:
         device, name = torch.device("cpu"), cpu_name()
@@ -313,16 +356,28 @@ def main(argv=None, bench_dir=HERE):
     if args.only:
         wanted = set(args.only.split(","))
         paths = [p for p in paths if p.stem.removeprefix("bench_") in wanted]
-    print(f"bench on {name} ({device}), torch {torch.__version__}, sizes {fmt_n(sizes[0])}..{fmt_n(sizes[-1])}, "
-          f"{len(paths)} module(s)")
+    print(
+        f"bench on {name} ({device}), torch {torch.__version__}, sizes {fmt_n(sizes[0])}..{fmt_n(sizes[-1])}, "
+        f"{len(paths)} module(s)"
+    )
 
     bench = Bench(device, sizes, quick=args.quick)
     bars, errors = run_modules(paths, bench)
     print("copy ceiling:")
     copies = measure_copies(bench.rows, device, bench.budget)
-    result = {"device": name, "kind": device.type, "torch": torch.__version__, "cuda": torch.version.cuda,
-              "date": date, "quick": args.quick, "sizes": sizes, "rows": bench.rows, "copy": copies,
-              "errors": errors, **bench.extra}
+    result = {
+        "device": name,
+        "kind": device.type,
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "date": date,
+        "quick": args.quick,
+        "sizes": sizes,
+        "rows": bench.rows,
+        "copy": copies,
+        "errors": errors,
+        **bench.extra,
+    }
     bar_results = evaluate_bars(bench.rows, bars, device.type, copies)
     result["bars"] = [{**bar, "status": status, "detail": detail} for bar, status, detail in bar_results]
     print("per call (bench/calls.py):")
@@ -343,14 +398,18 @@ def main(argv=None, bench_dir=HERE):
 
 
 def calls_text(row):
-    return (f"per call, {row['op']}{' with requires_grad' if row['grad'] else ''} on {row['device']} at n={row['n']}: "
-            f"ops/PyTorch {row['ratio']:.2f}x <= {calls.BAR}x")
+    return (
+        f"per call, {row['op']}{' with requires_grad' if row['grad'] else ''} on {row['device']} at n={row['n']}: "
+        f"ops/PyTorch {row['ratio']:.2f}x <= {calls.BAR}x"
+    )
 
 
 def calls_markdown(rows, device, date):
-    return (f"## Per call\n\nHost time per call on {device} ({date}), median of 15 rounds of 2000 calls, the "
-            f"callables taken in turn (bench/calls.py); end to end: CUDA events around one call with the GPU idle "
-            f"before it.\n\n{calls.markdown(rows)}\n")
+    return (
+        f"## Per call\n\nHost time per call on {device} ({date}), median of 15 rounds of 2000 calls, the "
+        f"callables taken in turn (bench/calls.py); end to end: CUDA events around one call with the GPU idle "
+        f"before it.\n\n{calls.markdown(rows)}\n"
+    )
 
 
 def per_call_only(out_dir):
@@ -360,8 +419,10 @@ def per_call_only(out_dir):
     out_dir.mkdir(parents=True, exist_ok=True)
     result = {"device": cpu_name(), "torch": torch.__version__, "date": date, "calls": rows}
     (out_dir / "calls.json").write_text(json.dumps(result, indent=1) + "\n")
-    (out_dir / "calls.md").write_text(f"# What a call costs: {cpu_name()}, {date}\n\ntorch {torch.__version__}.\n\n"
-                                      + calls_markdown(rows, cpu_name(), date))
+    (out_dir / "calls.md").write_text(
+        f"# What a call costs: {cpu_name()}, {date}\n\ntorch {torch.__version__}.\n\n"
+        + calls_markdown(rows, cpu_name(), date)
+    )
     print(f"\nwrote {out_dir}/calls.json and calls.md")
     for row in rows:
         print(f"{row['status']}: {calls_text(row)}")

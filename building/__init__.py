@@ -10,6 +10,7 @@
 
 Nothing here imports loader.py or kit/: imports run one way, kit/ (the lessons' tools) -> loader.py -> building/.
 """
+
 import sys
 
 _said = set()

@@ -5,6 +5,7 @@ tests/test_builds.py, and kit/build_ways.py (the three ways timed side by side, 
 Every build works on a fresh copy of the kit (checkout()) and runs in child processes: this process may hold the JIT
 loader's ops already, and loading a second library for labkit::add2 here would replace their kernels.
 """
+
 import importlib.util
 import os
 import shutil
@@ -18,7 +19,6 @@ import torch
 
 from building.environment import ROOT, build_root, cpp_extension, cuda_build_wanted
 from building.toolchain import safe_cxx
-
 
 
 def lesson_ops(kernels=ROOT / "kernels"):
@@ -40,6 +40,7 @@ class BuildFailed(RuntimeError):
 @dataclass
 class Built:
     """One build: how long it took, the library of each op, and what a child process needs to use them."""
+
     way: str
     cuda: bool
     seconds: float  # wall clock of the build, cold
@@ -114,18 +115,33 @@ def _run(way, cmd, env=None, cwd=None):
 
 # -- AOT: setuptools, pip ---------------------------------------------------------------------------------------------
 
+
 def build_aot(src, ops, cuda):
     """`pip install` of src/aot into src/site (--target), from the copy's kernels/. Timed: the whole pip command."""
     site = src / "site"
-    cmd = [sys.executable, "-m", "pip", "install", "--no-build-isolation", "--no-deps", "--no-index", "--no-cache-dir",
-           "--upgrade", "--target", str(site), str(src / "aot")]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pip",
+        "install",
+        "--no-build-isolation",
+        "--no-deps",
+        "--no-index",
+        "--no-cache-dir",
+        "--upgrade",
+        "--target",
+        str(site),
+        str(src / "aot"),
+    ]
     seconds, log = _run("aot", cmd, env={**_env(cuda), "LABKIT_OPS": ",".join(ops)}, cwd=src)
     libraries = {p.name[1:].split(".")[0]: p for p in sorted((site / "labkit_aot").glob("_*.so"))}
-    return Built("aot", cuda, seconds, libraries, {"LABKIT_PREBUILT": "labkit_aot", "PYTHONPATH": str(site)}, log,
-                 src=src)
+    return Built(
+        "aot", cuda, seconds, libraries, {"LABKIT_PREBUILT": "labkit_aot", "PYTHONPATH": str(site)}, log, src=src
+    )
 
 
 # -- CMake ------------------------------------------------------------------------------------------------------------
+
 
 def _program(name):
     """A build program on PATH or beside this Python (pip's cmake and ninja packages put them there)."""
@@ -140,27 +156,42 @@ def build_cmake(src, ops, cuda, build_dir=None):
     build_dir = Path(build_dir or src / "cmake-build")
     cxx = safe_cxx()[0] or "c++"
     cxx = shutil.which(cxx) or cxx
-    configure = [_program("cmake"), "-S", str(src / "cmake"), "-B", str(build_dir), "-DCMAKE_BUILD_TYPE=Release",
-                 f"-DCMAKE_PREFIX_PATH={torch.utils.cmake_prefix_path}", f"-DLABKIT_OPS={';'.join(ops)}",
-                 f"-DLABKIT_CUDA={'ON' if cuda else 'OFF'}", f"-DCMAKE_CXX_COMPILER={cxx}"]
+    configure = [
+        _program("cmake"),
+        "-S",
+        str(src / "cmake"),
+        "-B",
+        str(build_dir),
+        "-DCMAKE_BUILD_TYPE=Release",
+        f"-DCMAKE_PREFIX_PATH={torch.utils.cmake_prefix_path}",
+        f"-DLABKIT_OPS={';'.join(ops)}",
+        f"-DLABKIT_CUDA={'ON' if cuda else 'OFF'}",
+        f"-DCMAKE_CXX_COMPILER={cxx}",
+    ]
     try:
         configure += ["-G", "Ninja", f"-DCMAKE_MAKE_PROGRAM={_program('ninja')}"]
     except FileNotFoundError:
         pass  # CMake's default generator (make) works too
     for op in ops:
         cxx_flags, cuda_flags = op_flags(src / "kernels", op)
-        configure += [f"-DLABKIT_FLAGS_{op}_CXX={';'.join(cxx_flags)}", f"-DLABKIT_FLAGS_{op}_CUDA={';'.join(cuda_flags)}"]
+        configure += [
+            f"-DLABKIT_FLAGS_{op}_CXX={';'.join(cxx_flags)}",
+            f"-DLABKIT_FLAGS_{op}_CUDA={';'.join(cuda_flags)}",
+        ]
     if cuda:
         home = cpp_extension().CUDA_HOME
-        configure += [f"-DCMAKE_CUDA_COMPILER={home}/bin/nvcc", f"-DCUDA_TOOLKIT_ROOT_DIR={home}",
-                      f"-DCMAKE_CUDA_HOST_COMPILER={cxx}"]
+        configure += [
+            f"-DCMAKE_CUDA_COMPILER={home}/bin/nvcc",
+            f"-DCUDA_TOOLKIT_ROOT_DIR={home}",
+            f"-DCMAKE_CUDA_HOST_COMPILER={cxx}",
+        ]
     jobs = ["-j", os.environ["MAX_JOBS"]] if os.environ.get("MAX_JOBS", "").isdigit() else []
     # the compilers CMake finds by itself (CXX, CUDAHOSTCXX, nvcc's default host compiler) must be the safe one too:
     # CMake takes nvcc's implicit link libraries from a probe with its host compiler
     env = {**_env(cuda), "CXX": cxx, **({"CUDAHOSTCXX": cxx} if cuda else {})}
     t1, log1 = _run("cmake", configure, env=env)
     t2, log2 = _run("cmake", [_program("cmake"), "--build", str(build_dir), *jobs], env=env)
-    libraries = {p.name[len("liblabkit_"):].split(".")[0]: p for p in sorted(build_dir.glob("liblabkit_*.so"))}
+    libraries = {p.name[len("liblabkit_") :].split(".")[0]: p for p in sorted(build_dir.glob("liblabkit_*.so"))}
     return Built("cmake", cuda, t1 + t2, libraries, {"LABKIT_PREBUILT": str(build_dir)}, log1 + log2, src=src)
 
 
@@ -183,8 +214,10 @@ if __name__ == "__main__":
         print(f"built {', '.join(DEFAULT_OPS)} for {'CUDA and CPU' if cuda else 'CPU'} in {built.seconds:.1f} s:")
         for so in built.libraries.values():
             print(f"  {so}")
-        print(f"load them: from building.prebuilt import Prebuilt; "
-              f"ops = Prebuilt.from_cmake({str(built.env['LABKIT_PREBUILT'])!r}, 'kernels')")
+        print(
+            f"load them: from building.prebuilt import Prebuilt; "
+            f"ops = Prebuilt.from_cmake({str(built.env['LABKIT_PREBUILT'])!r}, 'kernels')"
+        )
     else:
         print("usage: python -m building.builds cmake", file=sys.stderr)
         sys.exit(2)

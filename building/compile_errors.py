@@ -4,6 +4,7 @@ cpp_extension.load raises "Error building extension ..." followed by the whole n
 command line (hundreds of -I flags) and every diagnostic. A student needs the first error and where it is;
 the full log is kept in the build folder for the rest.
 """
+
 import re
 import shutil
 import subprocess
@@ -20,7 +21,13 @@ class CompileError(RuntimeError):
 
     def __init__(self, op, file, line, message, source_line, log):
         self.op, self.file, self.line, self.message, self.source_line, self.log = (
-            op, file, line, message, source_line, log)
+            op,
+            file,
+            line,
+            message,
+            source_line,
+            log,
+        )
         where = f"{Path(file).name}:{line}" if file else "the build"
         text = f"{op} failed to compile: {where}: error: {message}"
         if source_line is not None:
@@ -87,7 +94,7 @@ def _last_meaningful_line(output):
     lines = output.splitlines()
     for i, ln in enumerate(lines):
         if ln.startswith("FAILED:"):
-            for other in lines[i + 1:]:
+            for other in lines[i + 1 :]:
                 if other.strip() and " -o " not in other and not other.startswith(("FAILED:", "[", "ninja:")):
                     return other.strip()
     rest = [ln for ln in lines if ln.strip() and not ln.startswith("[")]
@@ -98,7 +105,9 @@ def _demangle(text):
     """undefined symbol: _Z8add2_cpu4DTypePvPKvS2_l  ->  undefined symbol: add2_cpu(DType, void*, ...)"""
     if not shutil.which("c++filt"):
         return text
+
     def one(m):
         out = subprocess.run(["c++filt", m.group(0)], capture_output=True, text=True)
         return out.stdout.strip() or m.group(0)
+
     return re.sub(r"_Z\w+", one, text)

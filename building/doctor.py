@@ -4,6 +4,7 @@ Prints one line per fact, and for each problem the command that fixes it; a sugg
 A machine without a GPU is not a problem: the kit builds and runs every op on the CPU there, and the notebooks show a
 GPU machine's recorded results in place of their GPU cells. Exit status 1 if anything is wrong.
 """
+
 import fcntl
 import os
 import re
@@ -62,7 +63,11 @@ def checks():
 
     yield OK, f"Python {sys.version.split()[0]} at {sys.executable}", None
     cuda_torch = torch.version.cuda is not None
-    yield OK, f"torch {torch.__version__} ({'CUDA ' + torch.version.cuda + ' build' if cuda_torch else 'CPU-only build'})", None
+    yield (
+        OK,
+        f"torch {torch.__version__} ({'CUDA ' + torch.version.cuda + ' build' if cuda_torch else 'CPU-only build'})",
+        None,
+    )
 
     ninja = shutil.which("ninja") or shutil.which("ninja", path=os.path.dirname(sys.executable))
     if ninja:
@@ -81,8 +86,13 @@ def checks():
             yield BAD, note, "sudo apt-get install g++ && unset CXX"
         linker = fast_linker(used)
         name = linker.split("=")[1] if linker else "the compiler default (GNU ld)"
-        yield (OK if name in ("mold", "lld") else INFO), f"linker: {name}", None if name in ("mold", "lld") else \
-            "sudo apt-get install mold   # the fastest linker for an edit's relink (scripts/experiment_edit_time.py)"
+        yield (
+            (OK if name in ("mold", "lld") else INFO),
+            f"linker: {name}",
+            None
+            if name in ("mold", "lld")
+            else "sudo apt-get install mold   # the fastest linker for an edit's relink (scripts/experiment_edit_time.py)",
+        )
     else:
         yield BAD, "no C++ compiler found (c++, g++ or $CXX)", "sudo apt-get install g++   # or: conda install gxx"
 
@@ -92,16 +102,27 @@ def checks():
     elif not nvcc and not gpus_here:
         yield INFO, "no nvcc (CUDA toolkit): not needed without a GPU, ops build for the CPU", None
     elif not nvcc:
-        yield WARN, "no nvcc found: ops build for the CPU only",\
-            "install the CUDA toolkit of torch's CUDA version, or set CUDA_HOME to it"
+        yield (
+            WARN,
+            "no nvcc found: ops build for the CPU only",
+            "install the CUDA toolkit of torch's CUDA version, or set CUDA_HOME to it",
+        )
     elif nvcc_ver and nvcc_ver.split(".")[0] != torch.version.cuda.split(".")[0]:
-        yield BAD, f"nvcc {nvcc_ver} ({nvcc}) does not match torch's CUDA {torch.version.cuda}: builds fail to link or load",\
-            f"install CUDA toolkit {torch.version.cuda.split('.')[0]}.x and set CUDA_HOME, or a torch built for CUDA {nvcc_ver}"
+        yield (
+            BAD,
+            f"nvcc {nvcc_ver} ({nvcc}) does not match torch's CUDA {torch.version.cuda}: builds fail to link or load",
+            f"install CUDA toolkit {torch.version.cuda.split('.')[0]}.x and set CUDA_HOME, or a torch built for CUDA {nvcc_ver}",
+        )
     elif not os.path.exists(os.path.join(CUDA_HOME, "include", "cuda_runtime_api.h")):
-        yield BAD, f"CUDA_HOME={CUDA_HOME} has no include/cuda_runtime_api.h: CUDA builds cannot compile",\
-            "export CUDA_HOME=/path/to/cuda   # the folder with bin/nvcc and include/"
+        yield (
+            BAD,
+            f"CUDA_HOME={CUDA_HOME} has no include/cuda_runtime_api.h: CUDA builds cannot compile",
+            "export CUDA_HOME=/path/to/cuda   # the folder with bin/nvcc and include/",
+        )
     else:
-        note = "" if nvcc_ver == torch.version.cuda else f" (torch's is {torch.version.cuda}; minor versions may differ)"
+        note = (
+            "" if nvcc_ver == torch.version.cuda else f" (torch's is {torch.version.cuda}; minor versions may differ)"
+        )
         yield OK, f"nvcc {nvcc_ver} at {nvcc}{note}", None
 
     arch_list = os.environ.get("TORCH_CUDA_ARCH_LIST")
@@ -110,30 +131,58 @@ def checks():
     listed = driver_gpus() if n == 0 else []
     if listed and cuda_torch:
         why = f" (CUDA_VISIBLE_DEVICES={hidden!r})" if hidden is not None else ""
-        yield WARN, f"the driver lists {len(listed)} GPU(s) but torch sees none{why}", \
-            "unset CUDA_VISIBLE_DEVICES   # or: nvidia-smi, to check that the driver suits torch's CUDA version"
+        yield (
+            WARN,
+            f"the driver lists {len(listed)} GPU(s) but torch sees none{why}",
+            "unset CUDA_VISIBLE_DEVICES   # or: nvidia-smi, to check that the driver suits torch's CUDA version",
+        )
     elif listed:
-        yield WARN, f"the driver lists {len(listed)} GPU(s) but this torch is a CPU-only build", \
-            f"{sys.executable} -m pip install --force-reinstall torch   # Linux wheels from PyPI are CUDA builds"
+        yield (
+            WARN,
+            f"the driver lists {len(listed)} GPU(s) but this torch is a CPU-only build",
+            f"{sys.executable} -m pip install --force-reinstall torch   # Linux wheels from PyPI are CUDA builds",
+        )
     elif n == 0:
-        yield INFO, ("no GPU on this machine: the CPU path. Every op builds and runs on the CPU; the notebooks' GPU "
-                     "cells are skipped and show results recorded on a GPU machine"), None
+        yield (
+            INFO,
+            (
+                "no GPU on this machine: the CPU path. Every op builds and runs on the CPU; the notebooks' GPU "
+                "cells are skipped and show results recorded on a GPU machine"
+            ),
+            None,
+        )
     for i in range(n):
         p = torch.cuda.get_device_properties(i)
         cap = (p.major, p.minor)
-        yield OK, f"GPU {i}: {p.name}, compute capability {p.major}.{p.minor}, {p.total_memory / 2**30:.0f} GiB, {p.multi_processor_count} SMs", None
+        yield (
+            OK,
+            f"GPU {i}: {p.name}, compute capability {p.major}.{p.minor}, {p.total_memory / 2**30:.0f} GiB, {p.multi_processor_count} SMs",
+            None,
+        )
         if arch_list and not arch_covers(arch_list, cap):
-            yield BAD, f"TORCH_CUDA_ARCH_LIST={arch_list!r} has no code for GPU {i} (sm_{p.major}{p.minor})",\
-                f"export TORCH_CUDA_ARCH_LIST='{p.major}.{p.minor}'   # or: unset TORCH_CUDA_ARCH_LIST"
+            yield (
+                BAD,
+                f"TORCH_CUDA_ARCH_LIST={arch_list!r} has no code for GPU {i} (sm_{p.major}{p.minor})",
+                f"export TORCH_CUDA_ARCH_LIST='{p.major}.{p.minor}'   # or: unset TORCH_CUDA_ARCH_LIST",
+            )
     if n:
         if arch_list:
             yield OK, f"TORCH_CUDA_ARCH_LIST={arch_list!r}: builds for exactly that", None
         else:
-            caps = sorted({f"sm_{torch.cuda.get_device_properties(i).major}{torch.cuda.get_device_properties(i).minor}" for i in range(n)})
+            caps = sorted(
+                {
+                    f"sm_{torch.cuda.get_device_properties(i).major}{torch.cuda.get_device_properties(i).minor}"
+                    for i in range(n)
+                }
+            )
             yield OK, f"TORCH_CUDA_ARCH_LIST unset: builds for the GPUs present ({', '.join(caps)})", None
 
     cuda = environment.cuda_build_wanted()
-    yield OK, f"ops build for: {'CUDA and CPU' if cuda else 'CPU only'} (LABKIT_CUDA={os.environ.get('LABKIT_CUDA', 'unset')})", None
+    yield (
+        OK,
+        f"ops build for: {'CUDA and CPU' if cuda else 'CPU only'} (LABKIT_CUDA={os.environ.get('LABKIT_CUDA', 'unset')})",
+        None,
+    )
 
     root = environment.build_root()
     yield OK, f"build cache: {root}{'' if root.exists() else ' (empty)'}   (make clean empties it)", None

@@ -1,5 +1,6 @@
 """What decides a build: CUDA or CPU, torch's cpp_extension (imported with a working CUDA_HOME), and where builds go.
 The loader (loader.py), the doctor and the AOT/CMake builds all ask these, so they give one answer."""
+
 import functools
 import os
 import shutil
@@ -37,8 +38,11 @@ def cpp_extension():
     if not (os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH")):
         nvcc = shutil.which("nvcc")
         guess = Path(nvcc).resolve().parent.parent if nvcc else None
-        if guess and not (guess / "include" / "cuda_runtime_api.h").exists() and \
-                Path("/usr/local/cuda/include/cuda_runtime_api.h").exists():
+        if (
+            guess
+            and not (guess / "include" / "cuda_runtime_api.h").exists()
+            and Path("/usr/local/cuda/include/cuda_runtime_api.h").exists()
+        ):
             os.environ["CUDA_HOME"] = "/usr/local/cuda"
     quiet = logging.getLogger("torch.utils.cpp_extension")
     level = quiet.level

@@ -10,6 +10,7 @@ Needs torch and nothing else of the kit: aot/setup.py ships this file inside the
 One process holds one build of an op: the JIT loader and a Prebuilt (or two Prebuilts) both defining labkit::add2
 would collide, so that is refused with a message.
 """
+
 import importlib.util
 import sys
 from pathlib import Path
@@ -35,8 +36,10 @@ class Prebuilt:
             for schema in mod.SCHEMAS:
                 op_name = schema.split("(")[0]
                 if hasattr(getattr(torch.ops, NAMESPACE), op_name):
-                    raise RuntimeError(f"{NAMESPACE}::{op_name} is already defined in this process (by the JIT loader, "
-                                       f"or another build): use one build of an op per process")
+                    raise RuntimeError(
+                        f"{NAMESPACE}::{op_name} is already defined in this process (by the JIT loader, "
+                        f"or another build): use one build of an op per process"
+                    )
                 lib.define(schema)
             mod.register(lib)
             torch.ops.load_library(str(self._libraries[name]))
@@ -51,8 +54,10 @@ class Prebuilt:
     @classmethod
     def from_cmake(cls, build_dir, kernels_dir):
         """The liblabkit_<op>.so libraries of a CMake build folder, with the op.py files of kernels/."""
-        libraries = {p.name[len(f"lib{NAMESPACE}_"):].split(".")[0]: p
-                     for p in sorted(Path(build_dir).glob(f"lib{NAMESPACE}_*.so"))}
+        libraries = {
+            p.name[len(f"lib{NAMESPACE}_") :].split(".")[0]: p
+            for p in sorted(Path(build_dir).glob(f"lib{NAMESPACE}_*.so"))
+        }
         return cls(libraries, {name: Path(kernels_dir) / name / "op.py" for name in libraries})
 
     @classmethod

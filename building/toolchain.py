@@ -5,6 +5,7 @@ extension uses the process's shared C++ runtime (libstdc++.so.6). A compiler set
 (seen on the GPU machine: CXX=/opt/gcc/bin/g++, a wrapper whose -B paths hold only a static libstdc++) builds
 libraries that load and compute fine, then crash the whole process on the first argument check.
 """
+
 import functools
 import os
 import shutil
@@ -21,7 +22,7 @@ def elf_needed(path):
     data = Path(path).read_bytes()
     if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
         return None
-    shoff, = struct.unpack_from("<Q", data, 0x28)
+    (shoff,) = struct.unpack_from("<Q", data, 0x28)
     shentsize, shnum = struct.unpack_from("<HH", data, 0x3A)
     sections = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize) for i in range(shnum)]
     for _name, kind, _flags, _addr, offset, size, link, _info, _align, entsize in sections:
@@ -35,7 +36,7 @@ def elf_needed(path):
                 break
             if tag == 1:  # DT_NEEDED
                 start = strtab[4] + val
-                needed.append(data[start:data.index(b"\0", start)].decode())
+                needed.append(data[start : data.index(b"\0", start)].decode())
         return needed
     return []
 
@@ -66,8 +67,10 @@ def safe_cxx():
         return cxx, None
     for other in ("c++", "g++", "clang++"):
         if links_shared_cxx_runtime(other):
-            return other, (f"CXX={cxx} links a private static C++ runtime, so the first C++ exception in an op "
-                           f"(any failed argument check) would crash Python; building with {other} instead")
+            return other, (
+                f"CXX={cxx} links a private static C++ runtime, so the first C++ exception in an op "
+                f"(any failed argument check) would crash Python; building with {other} instead"
+            )
     return None, f"CXX={cxx} links a private static C++ runtime and no other C++ compiler was found"
 
 
@@ -87,8 +90,19 @@ def fast_linker(cxx):
             if not (shutil.which(f"ld.{ld}") or shutil.which(ld)):
                 continue
             flag = f"-fuse-ld={ld}"
-            r = subprocess.run([exe, *(cxx or "c++").split()[1:], "-shared", "-fPIC", flag, str(src), "-o",
-                                str(Path(tmp) / f"{ld}.so")], capture_output=True)
+            r = subprocess.run(
+                [
+                    exe,
+                    *(cxx or "c++").split()[1:],
+                    "-shared",
+                    "-fPIC",
+                    flag,
+                    str(src),
+                    "-o",
+                    str(Path(tmp) / f"{ld}.so"),
+                ],
+                capture_output=True,
+            )
             if r.returncode == 0:
                 return flag
     return None

@@ -15,6 +15,7 @@ Windows) or no inotify_simple, a network filesystem (edits made on another machi
 inotify limits reached, a forked child (it shares the parent's queue: reading it would steal the parent's events),
 or LABKIT_WATCH=0.
 """
+
 import os
 import select
 import sys
@@ -24,8 +25,25 @@ from pathlib import Path
 from building import say_once
 
 # Filesystems where another machine's writes raise no inotify event here.
-NETWORK_FILESYSTEMS = {"nfs", "nfs4", "cifs", "smb3", "smbfs", "9p", "afs", "ceph", "glusterfs", "lustre", "gpfs",
-                       "fuse.sshfs", "fuse.s3fs", "fuse.gcsfuse", "fuse.rclone", "davfs", "fuse.davfs2"}
+NETWORK_FILESYSTEMS = {
+    "nfs",
+    "nfs4",
+    "cifs",
+    "smb3",
+    "smbfs",
+    "9p",
+    "afs",
+    "ceph",
+    "glusterfs",
+    "lustre",
+    "gpfs",
+    "fuse.sshfs",
+    "fuse.s3fs",
+    "fuse.gcsfuse",
+    "fuse.rclone",
+    "davfs",
+    "fuse.davfs2",
+}
 
 _watches = weakref.WeakSet()
 
@@ -74,8 +92,17 @@ class Watch:
         from inotify_simple import INotify, flags
 
         self.kernels = Path(kernels)
-        self._mask = (flags.MODIFY | flags.ATTRIB | flags.CLOSE_WRITE | flags.MOVED_FROM | flags.MOVED_TO
-                      | flags.CREATE | flags.DELETE | flags.DELETE_SELF | flags.MOVE_SELF)
+        self._mask = (
+            flags.MODIFY
+            | flags.ATTRIB
+            | flags.CLOSE_WRITE
+            | flags.MOVED_FROM
+            | flags.MOVED_TO
+            | flags.CREATE
+            | flags.DELETE
+            | flags.DELETE_SELF
+            | flags.MOVE_SELF
+        )
         self._inotify = INotify(nonblocking=True)
         self._epoll = select.epoll()
         self._epoll.register(self._inotify.fileno(), select.EPOLLIN)

@@ -7,6 +7,7 @@ short table.
 
 Each student's work is copied first (into --to, default submissions/), so grading reads a snapshot, not files a
 student is saving meanwhile; a student is a folder of --homes with kit/exercises/ in it."""
+
 import argparse
 import json
 import os
@@ -28,8 +29,12 @@ def collect(homes, dest):
         for part in ("kernels", "exercises"):
             src = Path(homes) / name / "kit" / part
             if src.is_dir():
-                shutil.copytree(src, Path(dest) / name / part, symlinks=True,
-                                ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints"))
+                shutil.copytree(
+                    src,
+                    Path(dest) / name / part,
+                    symlinks=True,
+                    ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints"),
+                )
     return students
 
 
@@ -61,9 +66,11 @@ def main(argv=None):
     if not students:
         sys.exit(f"no student kits (<student>/kit/exercises/) in {args.homes}")
     print(f"collected {len(students)} students from {args.homes} into {args.to}/; grading", flush=True)
-    r = subprocess.run([sys.executable, "-m", "kit.grade", *args.exercises, "--class", str(args.to),
-                        "--json", str(args.json)],
-                       cwd=KIT, env={**os.environ, "PYTHONPATH": str(KIT)})
+    r = subprocess.run(
+        [sys.executable, "-m", "kit.grade", *args.exercises, "--class", str(args.to), "--json", str(args.json)],
+        cwd=KIT,
+        env={**os.environ, "PYTHONPATH": str(KIT)},
+    )
     if r.returncode:
         return r.returncode
     print(table(json.loads(args.json.read_text())))

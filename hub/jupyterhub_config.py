@@ -18,6 +18,7 @@ class" says how to start it, how students log in and how to grade them. Set with
 
 Each student's server starts with hub/singleuser.py (their copy of the kit, their build folder, a memory limit per
 process) and MAX_JOBS and OMP_NUM_THREADS from hub/limits.py: their share of this server for the class size."""
+
 import os
 import secrets
 import sys
@@ -81,6 +82,8 @@ c.Spawner.mem_limit = mem_limit
 # a whole class starting at once on a busy server: give each server time to come up
 c.Spawner.start_timeout = 180
 c.Spawner.http_timeout = 180
-print(f"[labkit hub] {MODE} mode, class of {CLASS_SIZE}: each student MAX_JOBS={env['MAX_JOBS']}, "
-      f"OMP_NUM_THREADS={env['OMP_NUM_THREADS']}, at most {mem_limit / limits.GiB:.1f} GiB per process",
-      file=sys.stderr)
+print(
+    f"[labkit hub] {MODE} mode, class of {CLASS_SIZE}: each student MAX_JOBS={env['MAX_JOBS']}, "
+    f"OMP_NUM_THREADS={env['OMP_NUM_THREADS']}, at most {mem_limit / limits.GiB:.1f} GiB per process",
+    file=sys.stderr,
+)

@@ -5,9 +5,10 @@ to ninja). When the whole class builds at the same moment (the first cell of a l
 students * MAX_JOBS compilers at once: that must fit the cores and, above all, the memory. One g++ compiling a
 torch binding (add2.cpp) peaked at 0.95 GB of resident memory here (/usr/bin/time -v, torch 2.14, CPU build);
 JOB_BYTES leaves room for bigger bindings and nvcc's host pass."""
+
 import os
 
-GiB = 1024 ** 3
+GiB = 1024**3
 JOB_BYTES = int(1.5 * GiB)  # one compile job of a torch binding, with margin over the 0.95 GB measured
 MIN_PROCESS_BYTES = 2 * GiB  # a kernel with torch loaded holds ~0.8 GB of data; a binding's compiler ~1 GB
 
@@ -46,6 +47,10 @@ def meminfo(field):
 def for_class(students):
     """The environment of each student's server and the memory limit, for a class of `students` on this server."""
     cores = os.cpu_count() or 1
-    return ({"MAX_JOBS": str(max_jobs(cores, meminfo("MemAvailable"), students)),
-             "OMP_NUM_THREADS": str(threads(cores, students))},
-            memory_limit(meminfo("MemTotal"), students))
+    return (
+        {
+            "MAX_JOBS": str(max_jobs(cores, meminfo("MemAvailable"), students)),
+            "OMP_NUM_THREADS": str(threads(cores, students)),
+        },
+        memory_limit(meminfo("MemTotal"), students),
+    )

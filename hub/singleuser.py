@@ -12,6 +12,7 @@ server and everything it starts (kernels, compilers): a process that allocates p
 memory, not its address space (which CUDA reserves by the terabyte, so RLIMIT_AS would break CUDA); that it leaves
 CUDA's mappings alone is not tried on a GPU yet. It is a limit per process, not per student: a limit for all of a
 student's processes together takes a cgroup (SystemdSpawner's mem_limit, or Kubernetes: README "Run a class")."""
+
 import os
 import resource
 import shutil
@@ -19,8 +20,19 @@ import sys
 from pathlib import Path
 
 KIT = Path(__file__).resolve().parent.parent  # the instructor's kit, which this file is part of
-NOT_HANDED_OUT = ("solutions", "tests", "hub", ".git", ".venv", ".build", ".hub", "__pycache__", ".ipynb_checkpoints",
-                  ".pytest_cache", "*.egg-info")
+NOT_HANDED_OUT = (
+    "solutions",
+    "tests",
+    "hub",
+    ".git",
+    ".venv",
+    ".build",
+    ".hub",
+    "__pycache__",
+    ".ipynb_checkpoints",
+    ".pytest_cache",
+    "*.egg-info",
+)
 
 
 def hand_out(home):

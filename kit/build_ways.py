@@ -4,13 +4,24 @@ package pip installs, and with CMake against libtorch (building/builds.py has th
 
 Every build runs in child processes, on a fresh copy of the kit: this process may hold the JIT loader's ops already.
 """
+
 import shutil
 import sys
 import tempfile
 from pathlib import Path
 
-from building.builds import (DEFAULT_OPS, ROOT, BuildFailed, Built, _env, build_aot, build_cmake, checkout,
-                             rebuild_cmake, touch_kernel)
+from building.builds import (
+    DEFAULT_OPS,
+    ROOT,
+    BuildFailed,
+    Built,
+    _env,
+    build_aot,
+    build_cmake,
+    checkout,
+    rebuild_cmake,
+    touch_kernel,
+)
 from building.environment import cuda_build_wanted
 from building.toolchain import elf_needed
 from kit.devices import run_program
@@ -20,15 +31,25 @@ WAYS = ("jit", "aot", "cmake")
 
 # -- JIT --------------------------------------------------------------------------------------------------------------
 
+
 def build_jit(src, ops, cuda, edit=None):
     """The loader's build, timed inside one Python process (as a student meets it: the first call of a running kernel,
     then the call after an edit, with no restart). edit: the op whose kernel to edit, to time the rebuild."""
-    r = run_program("jit_build", src / "kernels", src / "jit-build", int(cuda), edit or "-", *ops, env=_env(cuda),
-                    timeout=1800)
+    r = run_program(
+        "jit_build", src / "kernels", src / "jit-build", int(cuda), edit or "-", *ops, env=_env(cuda), timeout=1800
+    )
     if r.result is None:
         raise BuildFailed("jit", r.stdout + r.stderr)
-    return Built("jit", cuda, r.result["cold"], {op: Path(p) for op, p in r.result["libraries"].items()}, {},
-                 r.stdout, r.result["rebuild"], src)
+    return Built(
+        "jit",
+        cuda,
+        r.result["cold"],
+        {op: Path(p) for op, p in r.result["libraries"].items()},
+        {},
+        r.stdout,
+        r.result["rebuild"],
+        src,
+    )
 
 
 def build(way, src, ops=DEFAULT_OPS, cuda=False):
@@ -47,11 +68,11 @@ def build(way, src, ops=DEFAULT_OPS, cuda=False):
 
 NEEDS = {
     "jit": "the sources; every user's machine needs a C++ compiler, ninja and torch's headers (nvcc for CUDA); "
-           "compiles at the first call, for exactly that torch and those GPUs; an edit shows in the running Python",
+    "compiles at the first call, for exactly that torch and those GPUs; an edit shows in the running Python",
     "aot": "a wheel (one per torch version, CUDA version, Python and platform: setup.py pins torch==); installs "
-           "with no compiler; an edit means pip install again and a restart of Python",
+    "with no compiler; an edit means pip install again and a restart of Python",
     "cmake": "a plain shared library, for Python (torch.ops.load_library) or a C++ program linked with libtorch "
-             "of the same version; no Python needed to build it; an edit means cmake --build and a restart",
+    "of the same version; no Python needed to build it; an edit means cmake --build and a restart",
 }
 
 
@@ -74,22 +95,38 @@ def measure(cuda=None, op="add2", folder=None):
                 built.rebuild_seconds = rebuild_cmake(built, op)
         so = built.libraries[op]
         torch_libs = [n for n in elf_needed(so) or [] if n.startswith(("libtorch", "libc10", "libcudart"))]
-        rows.append({"way": way, "cuda": cuda, "build_s": round(built.seconds, 1),
-                     "rebuild_s": round(built.rebuild_seconds, 2), "library": so.name,
-                     "library_kib": round(so.stat().st_size / 1024), "links": torch_libs, "needs": NEEDS[way]})
+        rows.append(
+            {
+                "way": way,
+                "cuda": cuda,
+                "build_s": round(built.seconds, 1),
+                "rebuild_s": round(built.rebuild_seconds, 2),
+                "library": so.name,
+                "library_kib": round(so.stat().st_size / 1024),
+                "links": torch_libs,
+                "needs": NEEDS[way],
+            }
+        )
     shutil.rmtree(folder, ignore_errors=True)
     return rows
 
 
 def table(rows):
     """The rows of measure() as a markdown table."""
-    names = {"jit": "JIT: `loader` (`cpp_extension.load`)", "aot": "AOT: `pip install ./aot` (setuptools)",
-             "cmake": "CMake against libtorch"}
-    lines = ["| way | build, cold | rebuild after a one-line kernel edit | what you get | what it needs, where it runs |",
-             "| --- | --- | --- | --- | --- |"]
+    names = {
+        "jit": "JIT: `loader` (`cpp_extension.load`)",
+        "aot": "AOT: `pip install ./aot` (setuptools)",
+        "cmake": "CMake against libtorch",
+    }
+    lines = [
+        "| way | build, cold | rebuild after a one-line kernel edit | what you get | what it needs, where it runs |",
+        "| --- | --- | --- | --- | --- |",
+    ]
     for r in rows:
-        lines.append(f"| {names[r['way']]} | {r['build_s']} s | {r['rebuild_s']} s | `{r['library']}`, "
-                     f"{r['library_kib']} KiB, linked to {', '.join(r['links'])} | {r['needs']} |")
+        lines.append(
+            f"| {names[r['way']]} | {r['build_s']} s | {r['rebuild_s']} s | `{r['library']}`, "
+            f"{r['library_kib']} KiB, linked to {', '.join(r['links'])} | {r['needs']} |"
+        )
     return "\n".join(lines)
 
 
@@ -108,7 +145,7 @@ def excerpt(path, first, last):
     lines = (ROOT / path).read_text().splitlines()
     start = next(i for i, ln in enumerate(lines) if first in ln)
     end = next(i for i in range(start, len(lines)) if last in lines[i])
-    return f"# {path}, lines {start + 1}-{end + 1}\n" + "\n".join(lines[start:end + 1])
+    return f"# {path}, lines {start + 1}-{end + 1}\n" + "\n".join(lines[start : end + 1])
 
 
 if __name__ == "__main__":

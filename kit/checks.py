@@ -3,6 +3,7 @@ the devices to check on, inputs with sentinel memory after them, the first misma
 student's op built and loaded. Each exercise's check.py (exercises/<exercise>/check.py) imports these; kit/grade.py
 finds the check.py files and runs them.
 """
+
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -29,8 +30,10 @@ def child_ops_source(ops, name):
     import loader
 
     build = str(ops._build_dir or loader.build_root())
-    return (f"from kit.checks import exercise_ops\n"
-            f"    op = exercise_ops({str(ops._kernels.parent)!r}, build_dir={build!r}).{name}")
+    return (
+        f"from kit.checks import exercise_ops\n"
+        f"    op = exercise_ops({str(ops._kernels.parent)!r}, build_dir={build!r}).{name}"
+    )
 
 
 @dataclass
@@ -69,14 +72,23 @@ class Report:
             if r.hint:
                 lines.append(f"        hint: {r.hint}")
         counts = {s: sum(r.status == s for r in self.results) for s in ("pass", "fail", "skip")}
-        verdict = ("all checks pass" if self.passed else "not done yet" if self.failed else
-                   "no check failed, but some need hardware this machine lacks")
+        verdict = (
+            "all checks pass"
+            if self.passed
+            else "not done yet"
+            if self.failed
+            else "no check failed, but some need hardware this machine lacks"
+        )
         lines.append(f"  {counts['pass']} passed, {counts['fail']} failed, {counts['skip']} skipped: {verdict}")
         return "\n".join(lines)
 
     def to_dict(self):
-        return {"exercise": self.exercise, "passed": self.passed, "failed": self.failed,
-                "results": [asdict(r) for r in self.results]}
+        return {
+            "exercise": self.exercise,
+            "passed": self.passed,
+            "failed": self.failed,
+            "results": [asdict(r) for r in self.results],
+        }
 
 
 def devices():
@@ -101,6 +113,7 @@ def first_mismatch(expected, actual):
 # ------------------------------------------------------------------------------------------------------------------
 # What the checks of several exercises share
 
+
 def grade_add2_like(report, fn, sizes, tail_hint, bounds_hint):
     for dev in devices():
         failure, overwrite = None, None
@@ -122,14 +135,22 @@ def grade_add2_like(report, fn, sizes, tail_hint, bounds_hint):
                 overwrite = (n, int((~torch.isnan(obig[n:])).nonzero()[0][0]) + n)
         if failure:
             n, (i, e, got) = failure
-            report.add(f"matches a + b on {dev}", False,
-                       f"smallest failing n = {n}: element {i} should be {e:.6g}, got {got:.6g}", tail_hint)
+            report.add(
+                f"matches a + b on {dev}",
+                False,
+                f"smallest failing n = {n}: element {i} should be {e:.6g}, got {got:.6g}",
+                tail_hint,
+            )
         else:
             report.add(f"matches a + b on {dev}", True, f"{len(sizes)} sizes from {sizes[0]} to {sizes[-1]}")
         if overwrite:
             n, i = overwrite
-            report.add(f"writes nothing past the end on {dev}", False,
-                       f"with n = {n}, element {i} of the memory after the output was overwritten", bounds_hint)
+            report.add(
+                f"writes nothing past the end on {dev}",
+                False,
+                f"with n = {n}, element {i} of the memory after the output was overwritten",
+                bounds_hint,
+            )
         else:
             report.add(f"writes nothing past the end on {dev}", True)
 
@@ -145,6 +166,7 @@ def calibrated_sleep_cycles(seconds):
 
 # ------------------------------------------------------------------------------------------------------------------
 
+
 def begin(ops, name, edit):
     """(a Report for exercise `name`, the student's op built and loaded, or None when it is not: the report says
     why)."""
@@ -159,7 +181,9 @@ def load_op(ops, name, report):
         fn.refresh()
         return fn
     except (CompileError, LoadError) as e:
-        report.add("compiles", False, str(e).splitlines()[0] + "\n        " + "\n        ".join(str(e).splitlines()[1:]))
+        report.add(
+            "compiles", False, str(e).splitlines()[0] + "\n        " + "\n        ".join(str(e).splitlines()[1:])
+        )
     except AttributeError as e:
         report.add("exists", False, str(e))
     return None

@@ -4,6 +4,7 @@ CUDA_LAUNCH_BLOCKING, an overrun the caching allocator hides, a shared-memory ra
 must name. The checkers are in kit/sanitizers.py, registers and occupancy in kit/resources.py, --use_fast_math in
 kit/fast_math.py, and the GPU machine's recording of it all in kit/record_debug.py.
 """
+
 import contextlib
 import ctypes
 import os
@@ -27,6 +28,7 @@ _libc = ctypes.CDLL(None)  # the process's C library: its fflush, for C's stdout
 
 class Printed:
     """What a printed() block wrote to file descriptor 1 (its .text, once the block is over)."""
+
     text = ""
 
 
@@ -62,7 +64,9 @@ def printed(echo=True):
                 if echo:
                     print(out.text, end="", flush=True)
 
+
 # -- the lines the tools must name ---------------------------------------------------------------------------------
+
 
 def line_of(path, text):
     """The line number (from 1) of the first line of `path` containing `text`: where a report should point."""
@@ -83,6 +87,7 @@ def where(mark):
     """'debug_lab.cu:41' for one of the marks above."""
     text, path = mark
     return f"{path.name}:{line_of(path, text)}"
+
 
 # -- the broken kernels, in child processes -------------------------------------------------------------------------
 

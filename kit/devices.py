@@ -5,6 +5,7 @@ with "an illegal memory access was encountered", and that error is sticky: every
 fails too, so a Jupyter kernel would have to restart. run_isolated() runs such code in a child process instead
 and reports what happened.
 """
+
 import json
 import os
 import subprocess
@@ -26,9 +27,16 @@ def gpus():
     out = []
     for i in range(torch.cuda.device_count() if torch.cuda.is_available() else 0):
         p = torch.cuda.get_device_properties(i)
-        out.append({"index": i, "name": p.name, "capability": f"{p.major}.{p.minor}",
-                    "memory_gib": round(p.total_memory / 2**30), "sms": p.multi_processor_count,
-                    "uuid": str(getattr(p, "uuid", "?"))})
+        out.append(
+            {
+                "index": i,
+                "name": p.name,
+                "capability": f"{p.major}.{p.minor}",
+                "memory_gib": round(p.total_memory / 2**30),
+                "sms": p.multi_processor_count,
+                "uuid": str(getattr(p, "uuid", "?")),
+            }
+        )
     return out
 
 
@@ -43,11 +51,15 @@ def show_gpus():
     if not rows:
         print("no GPU visible to this process (torch.cuda.device_count() == 0)")
         return rows
-    print(f"CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', 'unset')}; current device: "
-          f"{torch.cuda.current_device()}")
+    print(
+        f"CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', 'unset')}; current device: "
+        f"{torch.cuda.current_device()}"
+    )
     for g in rows:
-        print(f"cuda:{g['index']}  {g['name']}  sm_{g['capability'].replace('.', '')}  {g['memory_gib']} GiB  "
-              f"{g['sms']} SMs  {g['uuid'][:13]}")
+        print(
+            f"cuda:{g['index']}  {g['name']}  sm_{g['capability'].replace('.', '')}  {g['memory_gib']} GiB  "
+            f"{g['sms']} SMs  {g['uuid'][:13]}"
+        )
     peer = peer_access()
     if len(rows) > 1:
         print("peer access (row reads column):")
@@ -59,6 +71,7 @@ def show_gpus():
 @dataclass
 class Isolated:
     """What a child process did: its exit code, output, and a one-line verdict."""
+
     returncode: int
     stdout: str
     stderr: str
@@ -93,12 +106,18 @@ def run_program(name, *args, env=None, timeout=300, wrapper=()):
 
 def _child(python_args, env, timeout, wrapper):
     full_env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(loader.ROOT)] + sys.path[1:]), **(env or {})}
-    r = subprocess.run([*wrapper, sys.executable, *python_args], capture_output=True, text=True, env=full_env,
-                       timeout=timeout, cwd=loader.ROOT)
+    r = subprocess.run(
+        [*wrapper, sys.executable, *python_args],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        timeout=timeout,
+        cwd=loader.ROOT,
+    )
     result = None
     for line in r.stdout.splitlines():
         if line.startswith(REPORT_MARK):
-            result = json.loads(line[len(REPORT_MARK):])
+            result = json.loads(line[len(REPORT_MARK) :])
     stdout = "\n".join(ln for ln in r.stdout.splitlines() if not ln.startswith(REPORT_MARK))
     return Isolated(r.returncode, stdout, r.stderr, result)
 
@@ -122,12 +141,19 @@ def record(out_dir=None):
     n = torch.cuda.device_count()
     if n < 2:
         raise SystemExit(f"needs two GPUs; {n} visible")
-    rec = {"date": datetime.date.today().isoformat(), "torch": torch.__version__, "gpus": gpus(),
-           "peer_access": peer_access(), "cases": {}}
-    for name, kwargs in [("unguarded, no peer access yet", {}),
-                         ("unguarded, after a cross-device copy", {"peer_copy_first": True}),
-                         ("set_device (the blog post's fix)", {"version": "set_device"}),
-                         ("guarded (ops.add2)", {"version": "fast"})]:
+    rec = {
+        "date": datetime.date.today().isoformat(),
+        "torch": torch.__version__,
+        "gpus": gpus(),
+        "peer_access": peer_access(),
+        "cases": {},
+    }
+    for name, kwargs in [
+        ("unguarded, no peer access yet", {}),
+        ("unguarded, after a cross-device copy", {"peer_copy_first": True}),
+        ("set_device (the blog post's fix)", {"version": "set_device"}),
+        ("guarded (ops.add2)", {"version": "fast"}),
+    ]:
         r = unguarded_case(data=1, current=0, **kwargs)
         rec["cases"][name] = {"verdict": r.verdict, "result": r.result, "stderr_tail": r.stderr[-600:]}
         print(f"{name}: {r.verdict}; {r.result}")
@@ -140,8 +166,7 @@ def record(out_dir=None):
         t_current = time.perf_counter() - t0
         torch.cuda.synchronize(1)
         t_dev1 = time.perf_counter() - t0
-    rec["sync"] = {"kernel_on": "cuda:1", "current": "cuda:0", "synchronize()_s": t_current,
-                   "synchronize(1)_s": t_dev1}
+    rec["sync"] = {"kernel_on": "cuda:1", "current": "cuda:0", "synchronize()_s": t_current, "synchronize(1)_s": t_dev1}
     print(f"synchronize() returned after {t_current * 1e3:.2f} ms; synchronize(1) after {t_dev1 * 1e3:.1f} ms")
     out = Path(out_dir or results.machine_dir(torch.cuda.get_device_name(0), suffix=f"-x{n}"))
     out.mkdir(parents=True, exist_ok=True)

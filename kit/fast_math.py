@@ -2,6 +2,7 @@
 where ELU's arithmetic is hard, and ELU built both ways measured against PyTorch's own (GPU only; the PTX side of the
 story, which needs no GPU, is kit.resources.ptx_counts).
 """
+
 import torch
 
 from kit.devices import run_isolated
@@ -9,9 +10,11 @@ from kit.devices import run_isolated
 
 def ulps_apart(a, b):
     """How many float32 values lie between a and b, elementwise (0: the same bits, or +0 and -0)."""
+
     def ordered(t):
         i = t.contiguous().view(torch.int32).to(torch.int64)
         return torch.where(i < 0, -(i & 0x7FFFFFFF), i)
+
     return (ordered(a) - ordered(b)).abs()
 
 
@@ -20,16 +23,26 @@ def compare(x, y, ref):
     both_nan = torch.isnan(y) & torch.isnan(ref)
     ulps = torch.where(both_nan, 0, ulps_apart(y, ref))
     worst = int(ulps.argmax())
-    return {"differ": int(((y != ref) & ~both_nan).sum()), "of": y.numel(), "max_ulps": int(ulps.max()),
-            "max_abs": float(torch.where(both_nan, 0, (y.double() - ref.double()).abs()).max()),
-            "worst_x": float(x[worst]), "worst_y": float(y[worst]), "worst_ref": float(ref[worst])}
+    return {
+        "differ": int(((y != ref) & ~both_nan).sum()),
+        "of": y.numel(),
+        "max_ulps": int(ulps.max()),
+        "max_abs": float(torch.where(both_nan, 0, (y.double() - ref.double()).abs()).max()),
+        "worst_x": float(x[worst]),
+        "worst_y": float(y[worst]),
+        "worst_ref": float(ref[worst]),
+    }
 
 
 def elu_inputs(device):
     """Where ELU's arithmetic is hard: across [-20, 20], the tiny negatives where e^x - 1 cancels, and subnormals."""
-    return torch.cat([torch.linspace(-20, 20, 1 << 20, device=device),
-                      -torch.logspace(-45, 0, 8192, device=device),
-                      torch.tensor([-1e-40, -1e-39, -1e-38, 1e-40], device=device)])
+    return torch.cat(
+        [
+            torch.linspace(-20, 20, 1 << 20, device=device),
+            -torch.logspace(-45, 0, 8192, device=device),
+            torch.tensor([-1e-40, -1e-39, -1e-38, 1e-40], device=device),
+        ]
+    )
 
 
 def fast_math_effect(isolated=True):
@@ -39,11 +52,14 @@ def fast_math_effect(isolated=True):
     isolated: in a child process. The second build takes over the registered labkit::elu* kernels for a while; a
     notebook's own process should not have to live through that (a Jupyter kernel can die of it)."""
     if isolated:
-        r = run_isolated("from kit.fast_math import fast_math_effect\nreport(fast_math_effect(isolated=False))",
-                         timeout=900)
+        r = run_isolated(
+            "from kit.fast_math import fast_math_effect\nreport(fast_math_effect(isolated=False))", timeout=900
+        )
         if r.result is None:
-            raise RuntimeError(f"fast_math_effect failed in its child process (exit code {r.returncode}):\n"
-                               f"{(r.stdout + r.stderr)[-3000:]}")
+            raise RuntimeError(
+                f"fast_math_effect failed in its child process (exit code {r.returncode}):\n"
+                f"{(r.stdout + r.stderr)[-3000:]}"
+            )
         return r.result
     import torch.nn.functional as F
 
@@ -62,9 +78,11 @@ def fast_math_effect(isolated=True):
             y = elu(x)  # also makes this build's library the one that runs labkit::elu*
             grad = torch.ops.labkit.elu_backward(g, x, 1.0)
             seed = elu(x, version="seed")
-            for kernel, out, reference in (("ops.elu forward (expm1f)", y, ref),
-                                           ("elu_backward (expf)", grad, ref_grad),
-                                           ("seed kernel (expf(x) - 1)", seed, ref)):
+            for kernel, out, reference in (
+                ("ops.elu forward (expm1f)", y, ref),
+                ("elu_backward (expf)", grad, ref_grad),
+                ("seed kernel (expf(x) - 1)", seed, ref),
+            ):
                 rows.append({"build": build, "kernel": kernel, **compare(x, out, reference)})
     finally:
         ops.elu(x)  # the real kit's build runs labkit::elu* again, whatever happened

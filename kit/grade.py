@@ -9,6 +9,7 @@ no GPU. For an instructor:
   python -m kit.grade --kit alice --json alice.json       one student's copy of the kit (alice/exercises, alice/kernels)
   python -m kit.grade --class submissions/ --json grades.json        every student folder under submissions/
 """
+
 import argparse
 import importlib.util
 import json
@@ -88,8 +89,9 @@ def with_solutions(dest):
     dest = Path(dest)
     for part in ("kernels", "exercises"):
         shutil.copytree(loader.ROOT / part, dest / part, ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copytree(loader.ROOT / "solutions", dest / "exercises", ignore=shutil.ignore_patterns("__pycache__"),
-                    dirs_exist_ok=True)
+    shutil.copytree(
+        loader.ROOT / "solutions", dest / "exercises", ignore=shutil.ignore_patterns("__pycache__"), dirs_exist_ok=True
+    )
     return dest
 
 
@@ -119,8 +121,12 @@ def _grade_class(folder, exercises, json_path):
     book = {}
     for student in sorted(d for d in folder.iterdir() if (d / "exercises").is_dir()):
         with tempfile.NamedTemporaryFile(suffix=".json") as f:
-            r = subprocess.run([sys.executable, "-m", "kit.grade", *exercises, "--kit", str(student),
-                                "--json", f.name], capture_output=True, text=True, cwd=loader.ROOT)
+            r = subprocess.run(
+                [sys.executable, "-m", "kit.grade", *exercises, "--kit", str(student), "--json", f.name],
+                capture_output=True,
+                text=True,
+                cwd=loader.ROOT,
+            )
             try:
                 book[student.name] = json.loads(Path(f.name).read_text())
             except (json.JSONDecodeError, OSError):

@@ -2,6 +2,7 @@
 
 Notebooks are committed without outputs (timings and paths are machine noise in a diff); the tests fail on one that
 is not stripped. `--check` only reports."""
+
 import sys
 
 import nbformat

@@ -1,5 +1,6 @@
 """Small helpers the notebooks share: show a function from a kernel file, edit a scratch copy of the kit,
 and say plainly when a cell needs a GPU this machine lacks."""
+
 import re
 import shutil
 import tempfile
@@ -22,8 +23,10 @@ def needs_gpu(what):
     """True if the cell can run here; otherwise print one plain line saying what was skipped and why."""
     if GPU:
         return True
-    print(f"[skipped: needs a CUDA GPU] {what}. This machine has none (torch.cuda.is_available() is False), "
-          f"so this cell did nothing; everything else still runs on the CPU.")
+    print(
+        f"[skipped: needs a CUDA GPU] {what}. This machine has none (torch.cuda.is_available() is False), "
+        f"so this cell did nothing; everything else still runs on the CPU."
+    )
     return False
 
 
@@ -41,7 +44,7 @@ def source_of(path, symbol):
                 depth += lines[j].count("{") - lines[j].count("}")
                 seen = seen or "{" in lines[j]
                 if seen and depth <= 0:
-                    return "\n".join(lines[start:j + 1])
+                    return "\n".join(lines[start : j + 1])
     raise ValueError(f"{symbol} not found in {path}")
 
 
@@ -63,8 +66,11 @@ def scratch_kit(*op_names):
     leaves the real kernels/ changed. Returns (ops, kernels_folder)."""
     tmp = Path(tempfile.mkdtemp(prefix="labkit-scratch-"))
     for name in ("common",) + op_names:
-        shutil.copytree(ROOT / "kernels" / name, tmp / "kernels" / name,
-                        ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints"))
+        shutil.copytree(
+            ROOT / "kernels" / name,
+            tmp / "kernels" / name,
+            ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints"),
+        )
     return loader.Ops(tmp / "kernels", build_dir=tmp / "build"), tmp / "kernels"
 
 
@@ -90,4 +96,3 @@ def edit(path, old, new):
         raise ValueError(f"{old!r} not found in {p}")
     p.write_text(text.replace(old, new, 1))
     touch(p)
-

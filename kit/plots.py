@@ -2,6 +2,7 @@
 (against the copy ceiling) and TFLOP/s for matmul (against the device's peak), a median line and quartile band per
 implementation.
 """
+
 from kit.timing import gbps, tflops
 
 IMPL_ORDER = ["ours", "torch", "seed"]
@@ -38,8 +39,13 @@ def plot_bandwidth(rows, copies, ax=None, title=None):
     copy_by_bytes = {c["nbytes"]: c for c in copies}
     ceiling = sorted({(r["n"], r["nbytes"]) for r in rows if r["nbytes"] in copy_by_bytes})
     if ceiling:
-        ax.plot([n for n, _ in ceiling], [gbps(b, copy_by_bytes[b]["median_s"]) for _, b in ceiling],
-                "k--", linewidth=1, label="copy (same bytes)")
+        ax.plot(
+            [n for n, _ in ceiling],
+            [gbps(b, copy_by_bytes[b]["median_s"]) for _, b in ceiling],
+            "k--",
+            linewidth=1,
+            label="copy (same bytes)",
+        )
     ax.set_xlabel("elements (n)")
     ax.set_ylabel("GB/s")
     ax.grid(True, alpha=0.3)

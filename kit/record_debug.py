@@ -3,6 +3,7 @@ results/<date>-<gpu>/debug.json, which the notebook shows, labelled with machine
 compute-sanitizer): show_recorded(case). Needs a GPU; uses compute-sanitizer where it is installed. A few minutes; the
 file is rewritten after every case, so a run cut short keeps what it recorded. --no-builds: skip timing the three ways
 to build for CUDA (the last case, about a minute or two)."""
+
 import json
 import subprocess
 import sys
@@ -12,8 +13,18 @@ import torch
 
 import loader
 from kit import results
-from kit.debugging import (OOB_LINE, RACE_READ_LINE, RACE_WRITE_LINE, STEPS, oob_into_a_neighbour, oob_run, printed,
-                           printf_run, race_run, where)
+from kit.debugging import (
+    OOB_LINE,
+    RACE_READ_LINE,
+    RACE_WRITE_LINE,
+    STEPS,
+    oob_into_a_neighbour,
+    oob_run,
+    printed,
+    printf_run,
+    race_run,
+    where,
+)
 from kit.fast_math import fast_math_effect
 from kit.resources import ptx_counts, ptxas_report, resource_usage, tool
 from kit.sanitizers import MEMCHECK_PROGRAM, RACECHECK_PROGRAM, findings, sanitize
@@ -33,8 +44,13 @@ def record(out_dir=None, builds=True):
         raise SystemExit("needs a CUDA GPU")
     t_start = time.perf_counter()
     gpu = torch.cuda.get_device_name(0)
-    rec = {"date": datetime.date.today().isoformat(), "gpu": gpu, "torch": torch.__version__,
-           "python": platform.python_version(), "cases": {}}
+    rec = {
+        "date": datetime.date.today().isoformat(),
+        "gpu": gpu,
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "cases": {},
+    }
     out = Path(out_dir or results.machine_dir(gpu))
     out.mkdir(parents=True, exist_ok=True)
     print(f"recording on {gpu}, torch {torch.__version__}, into {out / 'debug.json'}", flush=True)
@@ -53,8 +69,13 @@ def record(out_dir=None, builds=True):
         print(f"-- {name} ({time.perf_counter() - t0:.1f} s): {json.dumps(value)[:600]}", flush=True)
 
     def isolated(r, step=None):
-        d = {"verdict": r.verdict, "returncode": r.returncode, "result": r.result,
-             "stdout_tail": r.stdout[-1500:], "stderr_tail": r.stderr[-2500:]}
+        d = {
+            "verdict": r.verdict,
+            "returncode": r.returncode,
+            "result": r.result,
+            "stdout_tail": r.stdout[-1500:],
+            "stderr_tail": r.stderr[-2500:],
+        }
         return d | ({"step": step} if step else {})
 
     far = 1000 + (1 << 28)  # a GiB past the end: out of the memory this process owns
@@ -62,26 +83,37 @@ def record(out_dir=None, builds=True):
     case("printf (printed())", lambda: _printf_in_process())
     case("oob_write, 8 floats past the end, caching allocator", lambda: isolated(oob_into_a_neighbour()))
     case("oob_write far past the end", lambda: isolated(*oob_run("cuda", far)))
-    case("oob_write far past the end, CUDA_LAUNCH_BLOCKING=1",
-         lambda: isolated(*oob_run("cuda", far, env={"CUDA_LAUNCH_BLOCKING": "1"})))
+    case(
+        "oob_write far past the end, CUDA_LAUNCH_BLOCKING=1",
+        lambda: isolated(*oob_run("cuda", far, env={"CUDA_LAUNCH_BLOCKING": "1"})),
+    )
     case("smem_race vs smem_reverse, plain runs", lambda: isolated(race_run()))
     rec["compute_sanitizer"] = tool("compute-sanitizer")
     if rec["compute_sanitizer"]:
         version = subprocess.run([rec["compute_sanitizer"], "--version"], capture_output=True, text=True).stdout
         rec["compute_sanitizer_version"] = version.strip().splitlines()[-1] if version.strip() else None
-        for name, check, code, caching in (("memcheck", "memcheck", MEMCHECK_PROGRAM, False),
-                                           ("memcheck, caching allocator on", "memcheck", MEMCHECK_PROGRAM, True),
-                                           ("racecheck", "racecheck", RACECHECK_PROGRAM, False)):
+        for name, check, code, caching in (
+            ("memcheck", "memcheck", MEMCHECK_PROGRAM, False),
+            ("memcheck, caching allocator on", "memcheck", MEMCHECK_PROGRAM, True),
+            ("racecheck", "racecheck", RACECHECK_PROGRAM, False),
+        ):
             case(name, lambda c=check, k=code, a=caching: _sanitized(*sanitize(c, k, caching=a, timeout=240)))
-    rec["expected_lines"] = {"oob_write": where(OOB_LINE), "race_write": where(RACE_WRITE_LINE),
-                             "race_read": where(RACE_READ_LINE)}
+    rec["expected_lines"] = {
+        "oob_write": where(OOB_LINE),
+        "race_write": where(RACE_WRITE_LINE),
+        "race_read": where(RACE_READ_LINE),
+    }
     case("ptxas -v (debug_lab.cu)", lambda: {"text": ptxas_report(arch=_arch())})
     case("cuobjdump --dump-resource-usage (debug_lab)", lambda: resource_usage(_built_so("debug_lab")))
     if (ROOT / "kernels" / "elu").is_dir():
         case("--use_fast_math on ELU", fast_math_effect)
-        case("ptx of elu.cu: default vs --use_fast_math",
-             lambda: [{"build": build, **ptx_counts(ROOT / "kernels/elu/elu.cu", flags, arch=_arch())}
-                      for build, flags in (("default", ()), ("--use_fast_math", ("--use_fast_math",)))])
+        case(
+            "ptx of elu.cu: default vs --use_fast_math",
+            lambda: [
+                {"build": build, **ptx_counts(ROOT / "kernels/elu/elu.cu", flags, arch=_arch())}
+                for build, flags in (("default", ()), ("--use_fast_math", ("--use_fast_math",)))
+            ],
+        )
     if builds:
         from kit import build_ways as ways
 
@@ -108,8 +140,12 @@ def _printf_in_process():
 
 
 def _sanitized(r, lines):
-    return {"returncode": r.returncode, "lines": findings(lines)[:40], "all_lines": len(lines),
-            "stderr_tail": r.stderr[-1500:]}
+    return {
+        "returncode": r.returncode,
+        "lines": findings(lines)[:40],
+        "all_lines": len(lines),
+        "stderr_tail": r.stderr[-1500:],
+    }
 
 
 def show_recorded(case):
@@ -117,8 +153,10 @@ def show_recorded(case):
     where no recording ships, which it says)."""
     rec = results.recorded(RECORD)
     if rec is None:
-        print("No GPU recording ships with this copy of the kit yet (results/*/debug.json). On a GPU machine, "
-              "`python -m kit.record_debug` makes one.")
+        print(
+            "No GPU recording ships with this copy of the kit yet (results/*/debug.json). On a GPU machine, "
+            "`python -m kit.record_debug` makes one."
+        )
         return None
     print(f"[recorded on {rec['gpu']}, {rec['date']}, torch {rec['torch']}: {rec['file']}]")
     value = rec["cases"].get(case)

@@ -9,6 +9,7 @@ GPU and the date. Every function returns plain JSON data (lists and dicts, times
 `--cpu` runs what can run on the CPU (to exercise the code; CPU numbers are not the lesson) and leaves the
 GPU-only results empty.
 """
+
 import argparse
 import datetime
 import json
@@ -45,6 +46,7 @@ def add2_into(n, device):
 
 # ----------------------------------------------------------------------------------------------
 # The experiments
+
 
 def async_launch(device, n=1 << 26, reps=5):
     """How long the launch takes to return, against how long until the result is there."""
@@ -121,7 +123,8 @@ def timers(device, n=1 << 24):
     out["host"] = host_time(fn, "both", device=dev, warmup=10, reps=50).to_dict(times=False)
     with torch.cuda.device(dev) if dev.type == "cuda" else nullcontext():  # Timer synchronizes the current GPU
         measured = Timer("fn()", globals={"fn": fn}, num_threads=torch.get_num_threads()).blocked_autorange(
-            min_run_time=0.3)
+            min_run_time=0.3
+        )
     out["torch_timer"] = timing.summarize(measured.times).to_dict(times=False)
     if dev.type != "cuda":
         out["ours"] = timing.benchmark(fn, dev).to_dict(times=False)
@@ -147,8 +150,14 @@ def cache_effect(device, sizes=tuple(1 << k for k in range(16, 27, 2))):
     rows = []
     for n in sizes:
         fn, nbytes = add2_into(n, dev)
-        rows.append({"n": n, "nbytes": nbytes, "flush": device_time(fn, device=dev).to_dict(times=False),
-                     "no_flush": device_time(fn, device=dev, flush_l2=False).to_dict(times=False)})
+        rows.append(
+            {
+                "n": n,
+                "nbytes": nbytes,
+                "flush": device_time(fn, device=dev).to_dict(times=False),
+                "no_flush": device_time(fn, device=dev, flush_l2=False).to_dict(times=False),
+            }
+        )
     l2 = getattr(torch.cuda.get_device_properties(dev), "L2_cache_size", 0)
     return {"l2_bytes": l2, "rows": rows}
 
@@ -195,6 +204,7 @@ def bandwidth_sweep(device, sizes=tuple(1 << k for k in range(12, 29, 2))):
 # ----------------------------------------------------------------------------------------------
 # Live or recorded
 
+
 def device_name(device):
     dev = timing.as_device(device)
     return torch.cuda.get_device_name(dev) if dev.type == "cuda" else "CPU"
@@ -213,12 +223,16 @@ def result(name, measure):
         return data
     data = results.recorded(RECORD, keep=results.on_gpu)
     if data is None:
-        print(f"[skipped: {name} needs a CUDA GPU, and no recorded GPU result is shipped with the kit yet "
-              f"(`python -m kit.record_timing` on a GPU machine records one)]")
+        print(
+            f"[skipped: {name} needs a CUDA GPU, and no recorded GPU result is shipped with the kit yet "
+            f"(`python -m kit.record_timing` on a GPU machine records one)]"
+        )
         return None
     if data.get(name) is None:
-        print(f"[skipped: {name} needs a CUDA GPU, and the recorded file {data['file']} ({data['device']}, "
-              f"{data['date']}) has no {name} result]")
+        print(
+            f"[skipped: {name} needs a CUDA GPU, and the recorded file {data['file']} ({data['device']}, "
+            f"{data['date']}) has no {name} result]"
+        )
         return None
     print(f"[{name}: {_label(data)}; this machine has no GPU]")
     return data[name]
@@ -232,8 +246,10 @@ def bench_result(measure):
         return data
     data = results.recorded("bench.json", keep=results.on_gpu)
     if data is None:
-        print("[skipped: the bandwidth sweep needs a CUDA GPU, and no recorded GPU benchmark is shipped with the kit "
-              "yet (`make bench` on a GPU machine records one into results/<date>-<gpu>/bench.json)]")
+        print(
+            "[skipped: the bandwidth sweep needs a CUDA GPU, and no recorded GPU benchmark is shipped with the kit "
+            "yet (`make bench` on a GPU machine records one into results/<date>-<gpu>/bench.json)]"
+        )
         return None
     rows = [r for r in data["rows"] if r["op"] == "add2" and r["pass"] == "forward" and r["dtype"] == "float32"]
     print(f"[bandwidth: {_label(data)}; this machine has no GPU]")
@@ -242,6 +258,7 @@ def bench_result(measure):
 
 # ----------------------------------------------------------------------------------------------
 # Pictures of the results
+
 
 def median(values):
     return statistics.median(values)
@@ -275,8 +292,12 @@ def plot_first_iteration(r, ax=None, title=None):
     if ax is None:
         _, ax = plt.subplots(figsize=(8, 3.6))
     for run in r["runs"]:
-        ax.plot([t * 1e6 for t in run["times"]], marker="o", markersize=3,
-                label=f"n = 2^{run['n'].bit_length() - 1}: median {median(run['times']) * 1e6:.3g} us")
+        ax.plot(
+            [t * 1e6 for t in run["times"]],
+            marker="o",
+            markersize=3,
+            label=f"n = 2^{run['n'].bit_length() - 1}: median {median(run['times']) * 1e6:.3g} us",
+        )
     ax.set_yscale("log")
     ax.set_xlabel("timed call")
     ax.set_ylabel("host clock reading (us)")
@@ -307,8 +328,10 @@ def plot_timings(named, ax=None, title=None):
         _, ax = plt.subplots(figsize=(8, 0.6 + 0.5 * len(named)))
     labels = list(named)
     med = [named[k]["median"] * 1e6 for k in labels]
-    err = [[(named[k]["median"] - named[k]["q25"]) * 1e6 for k in labels],
-           [(named[k]["q75"] - named[k]["median"]) * 1e6 for k in labels]]
+    err = [
+        [(named[k]["median"] - named[k]["q25"]) * 1e6 for k in labels],
+        [(named[k]["q75"] - named[k]["median"]) * 1e6 for k in labels],
+    ]
     ax.barh(range(len(labels)), med, xerr=err, color="#4c72b0", capsize=3)
     for i, (v, high) in enumerate(zip(med, err[1])):
         ax.text(v + high, i, "  " + timing.fmt_time(v / 1e6), va="center", fontsize=8)
@@ -343,6 +366,7 @@ def plot_cache_effect(r, ax=None, title=None):
 # ----------------------------------------------------------------------------------------------
 # Recording
 
+
 def record(device, quick=False, log=print):
     """Every experiment on `device` (a GPU; on the CPU, those that can run there), as one JSON-able dict."""
     dev = timing.as_device(device)
@@ -358,11 +382,18 @@ def record(device, quick=False, log=print):
         ("cache_effect", (lambda: cache_effect(dev)) if cuda else None),
         ("spread", lambda: spread(dev, n=1 << (20 if cuda else 12), reps=200 if cuda and not quick else 50)),
         ("cold_start", lambda: cold_start(dev)),
-        ("copy_ceiling", lambda: {"nbytes": 1 << (31 if cuda else 26),
-                                  "gbps": timing.copy_ceiling(dev, 1 << (31 if cuda else 26))}),
+        (
+            "copy_ceiling",
+            lambda: {"nbytes": 1 << (31 if cuda else 26), "gbps": timing.copy_ceiling(dev, 1 << (31 if cuda else 26))},
+        ),
     ]
-    rec = {"device": device_name(dev), "kind": dev.type, "torch": torch.__version__, "cuda": torch.version.cuda,
-           "date": datetime.date.today().isoformat()}
+    rec = {
+        "device": device_name(dev),
+        "kind": dev.type,
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "date": datetime.date.today().isoformat(),
+    }
     rec["errors"] = {}
     for name, measure in steps:
         t0 = time.perf_counter()
@@ -384,37 +415,58 @@ def summary(rec):
     lines = [f"{rec['device']}, {rec['date']}, torch {rec['torch']}"]
     if rec.get("async_launch"):
         a = rec["async_launch"]
-        lines.append(f"async launch, n={p2(a['n'])}: the call returns after {us(median(a['launch']))}, "
-                     f"the result is there after {us(median(a['done']))}")
+        lines.append(
+            f"async launch, n={p2(a['n'])}: the call returns after {us(median(a['launch']))}, "
+            f"the result is there after {us(median(a['done']))}"
+        )
     if rec.get("four_cases"):
         f = rec["four_cases"]
-        lines.append(f"four cases, n={p2(f['n'])} (median / first call): " + ", ".join(
-            f"{m} {us(median(f['cases'][m]))} / {us(f['cases'][m][0])}" for m in SYNC_MODES))
+        lines.append(
+            f"four cases, n={p2(f['n'])} (median / first call): "
+            + ", ".join(f"{m} {us(median(f['cases'][m]))} / {us(f['cases'][m][0])}" for m in SYNC_MODES)
+        )
     for run in (rec.get("first_iteration") or {}).get("runs", []):
-        lines.append(f"sync after only, n={p2(run['n'])}: first timed call {us(run['times'][0])}, "
-                     f"median {us(median(run['times']))}")
+        lines.append(
+            f"sync after only, n={p2(run['n'])}: first timed call {us(run['times'][0])}, "
+            f"median {us(median(run['times']))}"
+        )
     for mode, spans in (rec.get("timelines") or {}).get("cases", {}).items():
         lines.append(f"timeline {mode}: kernels inside each timed call {timeline.kernels_inside(spans)}")
     e = rec.get("events_vs_kernel")
     if e and e["kernel"]:
-        lines.append(f"event pairs back to back, n={p2(e['n'])}: {us(median(e['back_to_back']))}; the kernel "
-                     f"(profiler) {us(median(e['kernel']))}; device_time {us(e['device_time']['median'])}")
+        lines.append(
+            f"event pairs back to back, n={p2(e['n'])}: {us(median(e['back_to_back']))}; the kernel "
+            f"(profiler) {us(median(e['kernel']))}; device_time {us(e['device_time']['median'])}"
+        )
     t = rec.get("timers")
     if t:
-        lines.append(f"timers, n={p2(t['n'])}: " + ", ".join(
-            f"{k} {us(t[k]['median'])}" for k in ("host", "torch_timer", "ours", "ours_no_flush", "do_bench")
-            if t.get(k)))
+        lines.append(
+            f"timers, n={p2(t['n'])}: "
+            + ", ".join(
+                f"{k} {us(t[k]['median'])}"
+                for k in ("host", "torch_timer", "ours", "ours_no_flush", "do_bench")
+                if t.get(k)
+            )
+        )
     c = rec.get("cache_effect")
     if c:
-        lines.append("GB/s with flush / without: " + ", ".join(
-            f"{p2(row['n'])} {timing.gbps(row['nbytes'], row['flush']['median']):.0f}/"
-            f"{timing.gbps(row['nbytes'], row['no_flush']['median']):.0f}" for row in c["rows"]))
+        lines.append(
+            "GB/s with flush / without: "
+            + ", ".join(
+                f"{p2(row['n'])} {timing.gbps(row['nbytes'], row['flush']['median']):.0f}/"
+                f"{timing.gbps(row['nbytes'], row['no_flush']['median']):.0f}"
+                for row in c["rows"]
+            )
+        )
     if rec.get("cold_start"):
-        lines.append("cold start (first, second, third call): " + "; ".join(
-            f"{k} " + ", ".join(us(x) for x in v) for k, v in rec["cold_start"].items()))
+        lines.append(
+            "cold start (first, second, third call): "
+            + "; ".join(f"{k} " + ", ".join(us(x) for x in v) for k, v in rec["cold_start"].items())
+        )
     if rec.get("copy_ceiling"):
-        lines.append(f"copy ceiling ({rec['copy_ceiling']['nbytes'] / 1e9:.2g} GB moved): "
-                     f"{rec['copy_ceiling']['gbps']:.0f} GB/s")
+        lines.append(
+            f"copy ceiling ({rec['copy_ceiling']['nbytes'] / 1e9:.2g} GB moved): {rec['copy_ceiling']['gbps']:.0f} GB/s"
+        )
     lines += [f"FAILED: {name} (traceback in {RECORD})" for name in rec.get("errors", {})]
     return "\n".join(lines)
 
@@ -426,8 +478,10 @@ def main(argv=None):
     p.add_argument("--out", type=Path, help="folder to write timing.json into (default: results/<date>-<device>/)")
     args = p.parse_args(argv)
     if not args.cpu and not torch.cuda.is_available():
-        print("kit.record_timing: this machine has no CUDA GPU (torch.cuda.is_available() is False), so there is "
-              "nothing to record. Run it on a GPU machine; --cpu exercises the code on the CPU.")
+        print(
+            "kit.record_timing: this machine has no CUDA GPU (torch.cuda.is_available() is False), so there is "
+            "nothing to record. Run it on a GPU machine; --cpu exercises the code on the CPU."
+        )
         return 0
     dev = torch.device("cpu") if args.cpu else timing.default_device()
     name = device_name(dev)

@@ -3,6 +3,7 @@ cuobjdump; Triton's copies work without a toolkit), registers, spills and shared
 instructions of a file, and the occupancy those resources allow on a GPU. For notebooks 05 and 07, `make bench`'s
 matmul and the tests; no GPU needed, except to build for the one present.
 """
+
 import importlib.util
 import os
 import re
@@ -71,8 +72,21 @@ def ptxas_report(cu=DEBUG_CU, arch="sm_90", flags=()):
     if nvcc is None:
         raise FileNotFoundError("nvcc not found")
     with tempfile.TemporaryDirectory() as tmp:
-        cmd = [nvcc, "-c", f"-arch={arch}", "-O3", "-DLABKIT_WITH_CUDA", "-Xptxas", "-v", *flags,
-               "-I", str(ROOT / "kernels" / "common"), str(cu), "-o", str(Path(tmp) / "k.o")]
+        cmd = [
+            nvcc,
+            "-c",
+            f"-arch={arch}",
+            "-O3",
+            "-DLABKIT_WITH_CUDA",
+            "-Xptxas",
+            "-v",
+            *flags,
+            "-I",
+            str(ROOT / "kernels" / "common"),
+            str(cu),
+            "-o",
+            str(Path(tmp) / "k.o"),
+        ]
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     if r.returncode:
         raise RuntimeError(f"nvcc failed:\n{r.stderr[-2000:]}")
@@ -114,9 +128,16 @@ def resource_usage(so):
         if m and i + 1 < len(lines):
             fields = dict(re.findall(r"(\w+(?:\[\d+\])?):(\d+)", lines[i + 1]))
             kernel = re.sub(r"^void ", "", _demangle(m.group(1)).strip())  # templates demangle with their return type
-            rows.append({"kernel": kernel, "arch": arch, "registers": int(fields["REG"]),
-                         "stack": int(fields["STACK"]), "shared": _declared_shared(int(fields["SHARED"]), arch),
-                         "local": int(fields["LOCAL"])})
+            rows.append(
+                {
+                    "kernel": kernel,
+                    "arch": arch,
+                    "registers": int(fields["REG"]),
+                    "stack": int(fields["STACK"]),
+                    "shared": _declared_shared(int(fields["SHARED"]), arch),
+                    "local": int(fields["LOCAL"]),
+                }
+            )
     return rows
 
 
@@ -139,13 +160,18 @@ def theoretical_occupancy(registers, shared, threads, props):
     per_warp = -(-registers * warp // REGISTER_UNIT) * REGISTER_UNIT
     reserved = 1024 if props.major >= 8 else 0
     per_block = -(-(shared + reserved) // SHARED_UNIT) * SHARED_UNIT
-    limits = {"threads": max_warps // warps,
-              "registers": (REGISTERS_PER_SM // max(per_warp, REGISTER_UNIT)) // warps,
-              "shared memory": props.shared_memory_per_multiprocessor // per_block,
-              "blocks per SM": MAX_BLOCKS_PER_SM.get((props.major, props.minor), 16)}
+    limits = {
+        "threads": max_warps // warps,
+        "registers": (REGISTERS_PER_SM // max(per_warp, REGISTER_UNIT)) // warps,
+        "shared memory": props.shared_memory_per_multiprocessor // per_block,
+        "blocks per SM": MAX_BLOCKS_PER_SM.get((props.major, props.minor), 16),
+    }
     blocks = min(limits.values())
-    return {"blocks_per_sm": blocks, "occupancy": blocks * warps / max_warps,
-            "limited_by": [k for k, v in limits.items() if v == blocks]}
+    return {
+        "blocks_per_sm": blocks,
+        "occupancy": blocks * warps / max_warps,
+        "limited_by": [k for k, v in limits.items() if v == blocks],
+    }
 
 
 def ptx_counts(cu, flags=(), arch="sm_90"):
@@ -156,11 +182,27 @@ def ptx_counts(cu, flags=(), arch="sm_90"):
     nvcc = tool("nvcc")
     if nvcc is None:
         raise FileNotFoundError("nvcc not found")
-    cmd = [nvcc, "-ptx", f"-arch={arch}", "-O3", "-DLABKIT_WITH_CUDA", *flags, "-I", str(ROOT / "kernels" / "common"),
-           str(cu), "-o", "-"]
+    cmd = [
+        nvcc,
+        "-ptx",
+        f"-arch={arch}",
+        "-O3",
+        "-DLABKIT_WITH_CUDA",
+        *flags,
+        "-I",
+        str(ROOT / "kernels" / "common"),
+        str(cu),
+        "-o",
+        "-",
+    ]
     ptx = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=True).stdout
-    instructions = [ln.split()[0] for ln in ptx.splitlines() if ln.strip() and not ln.strip().startswith(("//", "."))
-                    and ln.startswith("\t")]
-    return {"instructions": len(instructions),
-            "ex2.approx": sum(i.startswith("ex2.approx") for i in instructions),
-            ".ftz (flush subnormals)": sum(".ftz" in i for i in instructions)}
+    instructions = [
+        ln.split()[0]
+        for ln in ptx.splitlines()
+        if ln.strip() and not ln.strip().startswith(("//", ".")) and ln.startswith("\t")
+    ]
+    return {
+        "instructions": len(instructions),
+        "ex2.approx": sum(i.startswith("ex2.approx") for i in instructions),
+        ".ftz (flush subnormals)": sum(".ftz" in i for i in instructions),
+    }

@@ -2,6 +2,7 @@
 (LABKIT_RESULTS_DIR moves results/). Every recorder (make bench, kit.record_timing, kit.record_debug, kit.devices,
 scripts/measure_loader.py) and scripts/gpu_session.sh name their folder here, so one run's files land together; every
 lesson that shows a GPU's results on a machine without one reads them with recorded()."""
+
 import datetime
 import json
 import os

@@ -2,6 +2,7 @@
 compute-sanitizer's memcheck and racecheck on the GPU, AddressSanitizer on the CPU, and the lines of their reports
 that matter. For 05_debugging.ipynb and the tests (tests/conftest.py: assert_sanitizer_clean).
 """
+
 import os
 import re
 import shutil
@@ -25,7 +26,9 @@ def sanitize(check, program, caching=False, timeout=600):
     exe = tool("compute-sanitizer")
     if exe is None:
         raise FileNotFoundError("compute-sanitizer not found (PATH, $CUDA_HOME/bin, /usr/local/cuda/bin)")
-    wrapper = [exe, "--tool", check, "--show-backtrace", "no"] + (["--print-limit", "10"] if check == "memcheck" else [])
+    wrapper = [exe, "--tool", check, "--show-backtrace", "no"] + (
+        ["--print-limit", "10"] if check == "memcheck" else []
+    )
     env = {} if caching else {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}
     if isinstance(program, str):
         r = run_isolated(program, env=env, wrapper=wrapper, timeout=timeout)
@@ -40,7 +43,7 @@ def findings(lines):
     fail, while it starts (the checks report those too, and they are not our kernel's)."""
     out, skipping = [], False
     for line in lines:
-        body = line[len("========="):]
+        body = line[len("=========") :]
         if "Program hit" in body:
             skipping = True
             continue
@@ -54,14 +57,16 @@ def findings(lines):
 
 # -- AddressSanitizer: the CPU's memory checker ----------------------------------------------------------------------
 
+
 def asan_runtime():
     """The AddressSanitizer runtime of the C++ compiler the loader uses (libasan.so), or None."""
     from building.toolchain import safe_cxx
 
     cxx = safe_cxx()[0] or os.environ.get("CXX") or "c++"
     try:
-        path = subprocess.run([*cxx.split(), "-print-file-name=libasan.so"], capture_output=True, text=True,
-                              timeout=60).stdout.strip()
+        path = subprocess.run(
+            [*cxx.split(), "-print-file-name=libasan.so"], capture_output=True, text=True, timeout=60
+        ).stdout.strip()
     except OSError:
         return None
     return path if path and os.path.isabs(path) and os.path.exists(path) else None
@@ -94,7 +99,11 @@ def asan_report(text):
     keep = []
     for line in text.splitlines():
         s = line.strip()
-        if "ERROR: AddressSanitizer" in s or s.startswith(("WRITE of", "READ of", "allocated by")) or " is located " in s:
+        if (
+            "ERROR: AddressSanitizer" in s
+            or s.startswith(("WRITE of", "READ of", "allocated by"))
+            or " is located " in s
+        ):
             keep.append(s)
         elif re.match(r"#[01] ", s) and keep:  # the two innermost frames of each stack: where, and who called it
             keep.append("  " + re.sub(r"0x[0-9a-f]+ in ", "", s))

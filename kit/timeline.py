@@ -2,6 +2,7 @@
 (timed region, launches, synchronizations on the host; the GPU's kernels), and drawn as one row per kind of activity,
 in place of the Nsight Systems screenshots a tutorial would show. ToyStream (kit.timing) makes spans in the same rows.
 """
+
 import json
 import tempfile
 from pathlib import Path
@@ -10,8 +11,13 @@ from kit.timing import as_device, fmt_time, host_time, synchronizer
 
 # Rows of a timeline picture, top to bottom: what the host does above, what the GPU does below (as in Nsight Systems)
 ROWS = ["timed (host)", "op (host)", "launch (host)", "sync (host)", "kernel (GPU)"]
-ROW_COLORS = {"timed (host)": "#4c72b0", "op (host)": "#8172b2", "launch (host)": "#55a868",
-              "sync (host)": "#dd8452", "kernel (GPU)": "#c44e52"}
+ROW_COLORS = {
+    "timed (host)": "#4c72b0",
+    "op (host)": "#8172b2",
+    "launch (host)": "#55a868",
+    "sync (host)": "#dd8452",
+    "kernel (GPU)": "#c44e52",
+}
 
 _profiler_warm = set()
 
@@ -90,8 +96,11 @@ def kernels_inside(spans, slack=2e-6):
     its kernel, 0 when it timed only the launch, more when it also waited for earlier work. `slack` allows for
     the profiler's alignment of the GPU's clock with the host's."""
     kernels = [s for s in spans if s[0] == "kernel (GPU)"]
-    return [sum(1 for k in kernels if k[1] >= t[1] - slack and k[2] <= t[2] + slack)
-            for t in spans if t[0] == "timed (host)" and t[3].startswith("timed")]
+    return [
+        sum(1 for k in kernels if k[1] >= t[1] - slack and k[2] <= t[2] + slack)
+        for t in spans
+        if t[0] == "timed (host)" and t[3].startswith("timed")
+    ]
 
 
 def draw_timeline(spans, ax=None, title=None):
@@ -108,8 +117,13 @@ def draw_timeline(spans, ax=None, title=None):
     for y, row in enumerate(rows):
         mine = [s for s in spans if s[0] == row]
         colors = ["#bbbbbb" if s[3] == "warm-up" else ROW_COLORS[row] for s in mine]
-        ax.broken_barh([(s[1] * scale, max((s[2] - s[1]) * scale, min_width)) for s in mine], (y - 0.35, 0.7),
-                       facecolors=colors, edgecolor="white", linewidth=0.3)
+        ax.broken_barh(
+            [(s[1] * scale, max((s[2] - s[1]) * scale, min_width)) for s in mine],
+            (y - 0.35, 0.7),
+            facecolors=colors,
+            edgecolor="white",
+            linewidth=0.3,
+        )
         if row == "timed (host)":
             for s in mine:
                 if (s[2] - s[1]) < end / 15:  # no room for a label: it would cover its neighbours'

@@ -26,6 +26,7 @@ How it relates to what PyTorch and Triton ship:
   the ends of each block: a mean per call over a block, with the cache warm, and it sets one CPU thread by
   default. Good for CPU code and for comparing Python overheads; it cannot show one call's time or a flushed cache.
 """
+
 import functools
 import queue
 import statistics
@@ -51,9 +52,11 @@ class NoGPUError(RuntimeError):
 # ----------------------------------------------------------------------------------------------
 # Statistics and bandwidth
 
+
 @dataclass(frozen=True)
 class Timing:
     """What a timer measured: median and quartiles of the repetitions, and every repetition, all in seconds."""
+
     median: float
     q25: float
     q75: float
@@ -134,6 +137,7 @@ def _clamp(x, lo, hi):
 # ----------------------------------------------------------------------------------------------
 # Devices
 
+
 def default_device():
     """The current GPU if there is one, else the CPU."""
     return torch.device("cuda", torch.cuda.current_device()) if torch.cuda.is_available() else torch.device("cpu")
@@ -155,11 +159,15 @@ def cuda_device(device=None, what="this"):
     if device is not None:
         device = as_device(device)
         if device.type != "cuda":
-            raise ValueError(f"{what} times CUDA work, but the device given is {device}; "
-                             f"time CPU work with host_time(fn) (or benchmark(fn, device='cpu'))")
+            raise ValueError(
+                f"{what} times CUDA work, but the device given is {device}; "
+                f"time CPU work with host_time(fn) (or benchmark(fn, device='cpu'))"
+            )
     if not torch.cuda.is_available():
-        raise NoGPUError(f"{what} needs a CUDA GPU, and this machine has none (torch.cuda.is_available() is False). "
-                         f"On the CPU, time CPU work with host_time(fn) or benchmark(fn, device='cpu').")
+        raise NoGPUError(
+            f"{what} needs a CUDA GPU, and this machine has none (torch.cuda.is_available() is False). "
+            f"On the CPU, time CPU work with host_time(fn) or benchmark(fn, device='cpu')."
+        )
     if device is None or device.index is None:
         device = torch.device("cuda", torch.cuda.current_device())
     return device
@@ -177,6 +185,7 @@ def synchronizer(device=None):
 
 # ----------------------------------------------------------------------------------------------
 # Host timing: the add2 tutorial's loop and its four synchronisation choices
+
 
 def host_time(fn, sync="both", *, device=None, warmup=10, reps=10, synchronize=None, spans=None, annotate=False):
     """Time fn() with the host clock, as the add2 tutorial does: `warmup` calls, then `reps` timed calls.
@@ -312,6 +321,7 @@ def l2_flush_buffer(device=None):
 # ----------------------------------------------------------------------------------------------
 # Device timing with CUDA events
 
+
 def device_time(fn, *, device=None, flush_l2=True, backlog=True, warmup=None, reps=None, budget=0.1):
     """Time the GPU work fn() queues, with a pair of CUDA events around each repetition.
 
@@ -386,8 +396,13 @@ def benchmark(fn, device=None, *, budget=0.1, **device_time_args):
     t0 = time.perf_counter()
     fn()
     estimate = max(time.perf_counter() - t0, 1e-7)
-    return host_time(fn, "both", device=dev, warmup=_clamp(round(budget / 4 / estimate), 1, 20),
-                     reps=_clamp(round(budget / estimate), 5, 200))
+    return host_time(
+        fn,
+        "both",
+        device=dev,
+        warmup=_clamp(round(budget / 4 / estimate), 1, 20),
+        reps=_clamp(round(budget / estimate), 5, 200),
+    )
 
 
 def time_copy(nbytes, device=None, **benchmark_args):
@@ -412,6 +427,7 @@ def copy_ceiling(device=None, nbytes=None, **benchmark_args):
 
 # ----------------------------------------------------------------------------------------------
 # What a caller pays: host time per call, and one call end to end
+
 
 def per_call(fns, *, calls=2000, rounds=15, device=None):
     """Host time per call of each zero-argument callable in `fns` (a dict name -> fn), in seconds: the median over

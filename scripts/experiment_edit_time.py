@@ -12,6 +12,7 @@ its build.ninja, then reruns them with one change at a time:
 Writes results/<date>-<machine>/edit_time.json and prints a table. ~1 min.
 Run: python scripts/experiment_edit_time.py
 """
+
 import datetime
 import json
 import os
@@ -54,9 +55,15 @@ def ninja_vars(text):
 
 def main():
     cuda = loader.cuda_build_wanted()
-    out = {"date": datetime.date.today().isoformat(), "machine": results.slug(results.machine_name()), "torch": torch.__version__,
-           "cpus": os.cpu_count(), "reps": REPS, "cuda": cuda,
-           "linkers_found": {ld: shutil.which(ld) for ld in ("ld.bfd", "ld.gold", "ld.lld", "ld.mold", "mold")}}
+    out = {
+        "date": datetime.date.today().isoformat(),
+        "machine": results.slug(results.machine_name()),
+        "torch": torch.__version__,
+        "cpus": os.cpu_count(),
+        "reps": REPS,
+        "cuda": cuda,
+        "linkers_found": {ld: shutil.which(ld) for ld in ("ld.bfd", "ld.gold", "ld.lld", "ld.mold", "mold")},
+    }
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         shutil.copytree(ROOT / "kernels", tmp / "kernels")
@@ -77,8 +84,15 @@ def main():
             src = str(tmp / "kernels/add2/add2.cu")
             base = re.sub(r"\s(-O\d|--threads \d+|-std=\S+)(?=\s|$)", "", v["cuda_cflags"])
             nvcc = f"{v['nvcc']} -MD -MF x.d {base} {{flags}} -c {shlex.quote(src)} -o x.o"
-            out["nvcc_add2_cu"] = {flags: timed(nvcc.format(flags=flags), bdir) for flags in [
-                f"{o}{t} -std=c++{std}" for std in (20, 17) for o in ("-O3", "-O1", "-O0") for t in ("", " --threads 0")]}
+            out["nvcc_add2_cu"] = {
+                flags: timed(nvcc.format(flags=flags), bdir)
+                for flags in [
+                    f"{o}{t} -std=c++{std}"
+                    for std in (20, 17)
+                    for o in ("-O3", "-O1", "-O0")
+                    for t in ("", " --threads 0")
+                ]
+            }
             empty = tmp / "empty.cu"
             empty.write_text("__global__ void k(float* p) { p[0] = 1; }\n")
             out["nvcc_empty_cu"] = timed(f"{v['nvcc']} {base} -O3 -std=c++20 -c {empty} -o x.o", bdir)
@@ -87,8 +101,10 @@ def main():
     (dest / "edit_time.json").write_text(json.dumps(out, indent=1) + "\n")
     for part in ("link", "nvcc_add2_cu"):
         for name, r in out.get(part, {}).items():
-            print(f"{part:13s} {name:26s} " + (f"{r['median_s']:.3f} s (min {r['min_s']:.3f})" if "median_s" in r
-                                                else r["error"]))
+            print(
+                f"{part:13s} {name:26s} "
+                + (f"{r['median_s']:.3f} s (min {r['min_s']:.3f})" if "median_s" in r else r["error"])
+            )
     if "nvcc_empty_cu" in out:
         print(f"nvcc of an empty kernel file: {out['nvcc_empty_cu'].get('median_s', 0):.3f} s")
     print(f"wrote {dest / 'edit_time.json'}")

@@ -6,6 +6,7 @@ each built from a scratch copy of kernels/elu and timed beside F.elu, PyTorch's 
 A variant is `fwd-PxT` / `bwd-PxT` (packs per thread x threads per block), `streaming` (loads and stores with the
 evict-first hints __ldcs / __stcs), or `base` (elu.cu as it is). Writes $OUT/elu_variants.json where OUT is set.
 Its runs on an H200, which chose elu.cu's block sizes and packs per thread: results/*/elu-variants*.json."""
+
 import json
 import os
 import re
@@ -38,8 +39,16 @@ def variant_source(src, name):
         return src
     if name == "streaming":
         src = src.replace('#include "elu.h"\n', '#include "elu.h"\n' + STREAMING_HELPERS, 1)
-        src = re.sub(r"reinterpret_cast<const Pack16<T>\*>\((\w+)\)\[p\]", r"ldcs_pack(reinterpret_cast<const Pack16<T>*>(\1) + p)", src)
-        return re.sub(r"reinterpret_cast<Pack16<T>\*>\((\w+)\)\[p\] = (\w+);", r"stcs_pack(reinterpret_cast<Pack16<T>*>(\1) + p, \2);", src)
+        src = re.sub(
+            r"reinterpret_cast<const Pack16<T>\*>\((\w+)\)\[p\]",
+            r"ldcs_pack(reinterpret_cast<const Pack16<T>*>(\1) + p)",
+            src,
+        )
+        return re.sub(
+            r"reinterpret_cast<Pack16<T>\*>\((\w+)\)\[p\] = (\w+);",
+            r"stcs_pack(reinterpret_cast<Pack16<T>*>(\1) + p, \2);",
+            src,
+        )
     which, shape = name.split("-")
     packs, threads = shape.split("x")
     if which == "fwd":
@@ -61,10 +70,12 @@ def main():
             nb_f, nb_b = 2 * n * x.element_size(), 3 * n * x.element_size()
             res["ref"][key] = {
                 "torch_fwd": timing.benchmark(lambda: F.elu(x), dev, budget=0.15).gbps(nb_f),
-                "torch_bwd": timing.benchmark(lambda: torch.ops.aten.elu_backward(dy, 1.0, 1, 1, False, x), dev,
-                                              budget=0.15).gbps(nb_b),
+                "torch_bwd": timing.benchmark(
+                    lambda: torch.ops.aten.elu_backward(dy, 1.0, 1, 1, False, x), dev, budget=0.15
+                ).gbps(nb_b),
                 "copy_fwd": timing.time_copy(nb_f, dev, budget=0.15).gbps(nb_f),
-                "copy_bwd": timing.time_copy(nb_b, dev, budget=0.15).gbps(nb_b)}
+                "copy_bwd": timing.time_copy(nb_b, dev, budget=0.15).gbps(nb_b),
+            }
             cases.append((key, dt, n))
             x = dy = None
     for name in VARIANTS:
@@ -78,17 +89,25 @@ def main():
             x = torch.randn(n, device=dev, dtype=dt)
             dy = torch.randn_like(x)
             torch.testing.assert_close(fwd(x[:4099], 1.0), F.elu(x[:4099]))
-            torch.testing.assert_close(bwd(dy[:4099], x[:4099], 1.0),
-                                       torch.ops.aten.elu_backward(dy[:4099], 1.0, 1, 1, False, x[:4099]))
+            torch.testing.assert_close(
+                bwd(dy[:4099], x[:4099], 1.0), torch.ops.aten.elu_backward(dy[:4099], 1.0, 1, 1, False, x[:4099])
+            )
             ref = res["ref"][key]
             g_f = timing.benchmark(lambda: fwd(x, 1.0), dev, budget=0.15).gbps(2 * n * x.element_size())
             g_b = timing.benchmark(lambda: bwd(dy, x, 1.0), dev, budget=0.15).gbps(3 * n * x.element_size())
-            out[key] = {"fwd_vs_torch": g_f / ref["torch_fwd"], "fwd_of_copy": g_f / ref["copy_fwd"],
-                        "bwd_vs_torch": g_b / ref["torch_bwd"], "bwd_of_copy": g_b / ref["copy_bwd"]}
+            out[key] = {
+                "fwd_vs_torch": g_f / ref["torch_fwd"],
+                "fwd_of_copy": g_f / ref["copy_fwd"],
+                "bwd_vs_torch": g_b / ref["torch_bwd"],
+                "bwd_of_copy": g_b / ref["copy_bwd"],
+            }
             x = dy = None
         res["variants"][name] = out
-        print(f"  {name:10s} of copy fwd/bwd: " + "  ".join(
-            f"{k}: {v['fwd_of_copy']:.3f}/{v['bwd_of_copy']:.3f}" for k, v in out.items()), flush=True)
+        print(
+            f"  {name:10s} of copy fwd/bwd: "
+            + "  ".join(f"{k}: {v['fwd_of_copy']:.3f}/{v['bwd_of_copy']:.3f}" for k, v in out.items()),
+            flush=True,
+        )
     if os.environ.get("OUT"):
         Path(os.environ["OUT"], "elu_variants.json").write_text(json.dumps(res, indent=1))
 

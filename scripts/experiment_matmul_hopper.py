@@ -6,6 +6,7 @@ bars name, and one call as a competition harness times it (events around one cal
     python scripts/experiment_matmul_hopper.py [--quick]     # prints a table; JSON into $OUT or results/<gpu>/
 
 Needs a Hopper GPU and the op built for sm_90a (TORCH_CUDA_ARCH_LIST=9.0a, or unset on that machine)."""
+
 import argparse
 import json
 import os
@@ -20,10 +21,29 @@ from kit import results, timing  # noqa: E402
 from loader import ops  # noqa: E402
 
 HOPPER = ["wgmma", "warpspec", "wide", "persistent", "tall"]
-CHECK_SHAPES = [(1, 8, 8), (7, 64, 16), (129, 136, 72), (127, 264, 1000), (257, 520, 64), (1000, 1000, 1000),
-                (300, 8, 4096), (2049, 2056, 72), (4096, 4096, 4096), (33, 257, 130), (4095, 4097, 4093)]
-TIME_SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (4096, 5120, 4096), (512, 8192, 512), (1024, 1024, 1024),
-               (16384, 1024, 1024), (4096, 4104, 4096), (4095, 4097, 4093)]
+CHECK_SHAPES = [
+    (1, 8, 8),
+    (7, 64, 16),
+    (129, 136, 72),
+    (127, 264, 1000),
+    (257, 520, 64),
+    (1000, 1000, 1000),
+    (300, 8, 4096),
+    (2049, 2056, 72),
+    (4096, 4096, 4096),
+    (33, 257, 130),
+    (4095, 4097, 4093),
+]
+TIME_SHAPES = [
+    (4096, 4096, 4096),
+    (8192, 8192, 8192),
+    (4096, 5120, 4096),
+    (512, 8192, 512),
+    (1024, 1024, 1024),
+    (16384, 1024, 1024),
+    (4096, 4104, 4096),
+    (4095, 4097, 4093),
+]
 
 
 def max_rel_error(got, a, b):
@@ -54,9 +74,18 @@ def main():
     torch.manual_seed(0)
     out = {"device": torch.cuda.get_device_name(), "date": time.strftime("%Y-%m-%d"), "checks": [], "times": []}
     a = torch.randn(256, 256, device="cuda", dtype=torch.bfloat16)
-    print("fast runs", ops.matmul(a, a, which=True), "at 256^3 and",
-          ops.matmul(torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16),
-                     torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16), which=True), "at 4096^3", flush=True)
+    print(
+        "fast runs",
+        ops.matmul(a, a, which=True),
+        "at 256^3 and",
+        ops.matmul(
+            torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16),
+            torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16),
+            which=True,
+        ),
+        "at 4096^3",
+        flush=True,
+    )
     for dtype in (torch.bfloat16, torch.float16):
         for m, n, k in CHECK_SHAPES:
             a = torch.randn(m, k, device="cuda").to(dtype)
@@ -65,8 +94,10 @@ def main():
                 err = max_rel_error(ops.matmul(a, b, version=v), a, b)
                 out["checks"].append({"dtype": str(dtype), "mnk": [m, n, k], "version": v, "max_rel_err": err})
                 ok = err < 2e-2
-                print(f"check {str(dtype):15} {m:5} {n:5} {k:5} {v:10} rel err {err:.2e} {'ok' if ok else 'WRONG'}",
-                      flush=True)
+                print(
+                    f"check {str(dtype):15} {m:5} {n:5} {k:5} {v:10} rel err {err:.2e} {'ok' if ok else 'WRONG'}",
+                    flush=True,
+                )
     shapes = TIME_SHAPES[:3] if args.quick else TIME_SHAPES
     for dtype in (torch.bfloat16, torch.float16):
         for m, n, k in shapes:
@@ -76,14 +107,21 @@ def main():
             fns.update({v: (lambda v=v: ops.matmul(a, b, version=v)) for v in HOPPER + ["wmma"]})
             res = timing.side_by_side(fns, budget=0.5)
             flops = 2 * m * n * k
-            row = {"dtype": str(dtype), "mnk": [m, n, k], "chosen": ops.matmul(a, b, which=True),
-                   **{name: {"median_s": t.median, "tflops": flops / t.median / 1e12} for name, t in res.items()}}
+            row = {
+                "dtype": str(dtype),
+                "mnk": [m, n, k],
+                "chosen": ops.matmul(a, b, which=True),
+                **{name: {"median_s": t.median, "tflops": flops / t.median / 1e12} for name, t in res.items()},
+            }
             row["one_call_ratio"] = one_call(lambda: torch.matmul(a, b)) / one_call(lambda: ops.matmul(a, b))
             out["times"].append(row)
             ref = res["torch"].median
-            print(f"time {str(dtype):15} {m:5}x{n:5}x{k:5} torch {flops / ref / 1e12:6.1f} TF/s | " +
-                  " ".join(f"{name} {ref / t.median:.3f}x" for name, t in res.items() if name != "torch") +
-                  f" | one call {row['one_call_ratio']:.3f}x ({row['chosen']})", flush=True)
+            print(
+                f"time {str(dtype):15} {m:5}x{n:5}x{k:5} torch {flops / ref / 1e12:6.1f} TF/s | "
+                + " ".join(f"{name} {ref / t.median:.3f}x" for name, t in res.items() if name != "torch")
+                + f" | one call {row['one_call_ratio']:.3f}x ({row['chosen']})",
+                flush=True,
+            )
             a = b = None
     dest = Path(os.environ.get("OUT") or results.machine_dir())
     dest.mkdir(parents=True, exist_ok=True)

@@ -17,6 +17,7 @@ Compiled for sm_90a with nvcc 13.0 (cuobjdump, the <true> kernel): base 127 regi
 prefetch8-bounds 128, prefetch16 143 (so one block per SM), prefetch16-bounds 128 and 16 bytes of stack (spills).
 Nothing here has run on a GPU yet.
 Writes $OUT/matmul_variants.json where OUT is set (else prints only). Sizes: SIZES="2048,4096,8192"."""
+
 import json
 import os
 import sys
@@ -35,7 +36,7 @@ SIZES = [int(s) for s in os.environ.get("SIZES", "2048,4096,8192").split(",")]
 CHECK_SHAPES = [(1, 1, 1), (127, 129, 257), (129, 257, 1000), (1000, 1000, 1000), (33, 136, 40), (130, 132, 12)]
 
 HEAD = "template <bool kVec>\n__global__ void matmul_vec_kernel("
-PREFETCH = r'''template <bool kVec>
+PREFETCH = r"""template <bool kVec>
 __global__ void BOUNDS matmul_vec_kernel(float* c, const float* a, const float* b, int64_t M, int64_t N, int64_t K) {
     constexpr int kStep = STEP, kLoads = kStep * kBM / 4 / kR2Threads;  // float4s of each tile per thread
     static_assert(kLoads * kR2Threads * 4 == kStep * kBM && kBM == kBN, "the tiles split evenly over threads");
@@ -86,7 +87,7 @@ __global__ void BOUNDS matmul_vec_kernel(float* c, const float* a, const float* 
     vec_store_outputs<kVec>(c, acc, row0 + trow * kTM, col0 + tcol * kTN, M, N);
 }
 
-'''
+"""
 
 
 def variant_source(src, name):
@@ -109,7 +110,7 @@ def max_error_ratio(got, a, b):
     """The largest error against a float64 matmul, as a share of tests/test_matmul.py's bound ((2K + 8) eps |A||B|):
     at most 1 is right."""
     ref = a.double() @ b.double()
-    bound = (2 * a.shape[1] + 8) * 2.0 ** -24 * (a.double().abs() @ b.double().abs()) + 1e-300
+    bound = (2 * a.shape[1] + 8) * 2.0**-24 * (a.double().abs() @ b.double().abs()) + 1e-300
     return float(((got.double() - ref).abs() / bound).max())
 
 
@@ -138,10 +139,13 @@ def main():
         for n, (a, b) in inputs.items():
             t = timing.benchmark(lambda: op(a, b), dev, budget=0.3)
             out["vs_torch"][n] = res["torch"][n] / t.median
-            out.setdefault("tflops", {})[n] = timing.tflops(2 * n ** 3, t.median)
+            out.setdefault("tflops", {})[n] = timing.tflops(2 * n**3, t.median)
         res["variants"][name] = out
-        print(f"  {name:12s} worst error {out['max_error_of_bound']:.3f} of the bound; vs torch.matmul: " + ", ".join(
-            f"{n}: {r:.3f} ({out['tflops'][n]:.1f} TFLOP/s)" for n, r in out["vs_torch"].items()), flush=True)
+        print(
+            f"  {name:12s} worst error {out['max_error_of_bound']:.3f} of the bound; vs torch.matmul: "
+            + ", ".join(f"{n}: {r:.3f} ({out['tflops'][n]:.1f} TFLOP/s)" for n, r in out["vs_torch"].items()),
+            flush=True,
+        )
     torch.backends.cuda.matmul.allow_tf32 = tf32
     if os.environ.get("OUT"):
         Path(os.environ["OUT"], "matmul_variants.json").write_text(json.dumps(res, indent=1))

@@ -4,6 +4,7 @@ takes to show up in the same process (a .cu edit where there is a GPU, a CPU ker
 Writes results/<date>-<machine>/loader.json and prints a summary. Takes ~1 min on a GPU machine, ~2 min on 2 cores.
 Run: python scripts/measure_loader.py
 """
+
 import datetime
 import json
 import os
@@ -20,8 +21,14 @@ from kit import results  # noqa: E402
 
 
 def py(code, env=None):
-    r = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                       env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}, cwd=ROOT, timeout=900)
+    r = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
+        cwd=ROOT,
+        timeout=900,
+    )
     if r.returncode:
         raise RuntimeError(r.stdout + r.stderr)
     return json.loads(r.stdout.strip().splitlines()[-1])
@@ -35,8 +42,10 @@ def import_overhead(reps=5):
         print(json.dumps([t1 - t0, t2 - t1]))
     """
     runs = [py(code) for _ in range(reps)]
-    return {"import_torch_s": statistics.median(r[0] for r in runs),
-            "import_loader_after_torch_s": statistics.median(r[1] for r in runs)}
+    return {
+        "import_torch_s": statistics.median(r[0] for r in runs),
+        "import_loader_after_torch_s": statistics.median(r[1] for r in runs),
+    }
 
 
 BUILDS = """
@@ -112,10 +121,15 @@ def main():
 
     from building.toolchain import fast_linker, safe_cxx
 
-    res = {"date": datetime.date.today().isoformat(), "machine": results.slug(results.machine_name()), "torch": torch.__version__,
-           "cpus": os.cpu_count(), "MAX_JOBS": os.environ.get("MAX_JOBS"),
-           "TORCH_CUDA_ARCH_LIST": os.environ.get("TORCH_CUDA_ARCH_LIST"),
-           "linker": fast_linker(safe_cxx()[0] or "c++") or "the compiler's default (GNU ld)"}
+    res = {
+        "date": datetime.date.today().isoformat(),
+        "machine": results.slug(results.machine_name()),
+        "torch": torch.__version__,
+        "cpus": os.cpu_count(),
+        "MAX_JOBS": os.environ.get("MAX_JOBS"),
+        "TORCH_CUDA_ARCH_LIST": os.environ.get("TORCH_CUDA_ARCH_LIST"),
+        "linker": fast_linker(safe_cxx()[0] or "c++") or "the compiler's default (GNU ld)",
+    }
     res.update(import_overhead())
     with tempfile.TemporaryDirectory() as tmp:
         res.update(builds(Path(tmp)))

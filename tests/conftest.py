@@ -1,5 +1,6 @@
 """Shared test setup: the repo on sys.path, the `cuda` and `gpu2` markers (skipped, with the reason, where
 the hardware is missing), and helpers to run a copy of the kit in a subprocess."""
+
 import os
 import re
 import shutil
@@ -26,15 +27,21 @@ if PREBUILT:
     import loader
     from building.prebuilt import Prebuilt
 
-    loader.ops = (Prebuilt.from_cmake(PREBUILT, ROOT / "kernels") if os.path.isdir(PREBUILT)
-                  else importlib.import_module(PREBUILT).ops)
+    loader.ops = (
+        Prebuilt.from_cmake(PREBUILT, ROOT / "kernels")
+        if os.path.isdir(PREBUILT)
+        else importlib.import_module(PREBUILT).ops
+    )
 
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "cuda: needs a CUDA GPU")
     config.addinivalue_line("markers", "gpu2: needs two CUDA GPUs")
-    config.addinivalue_line("markers", "exclusive_gpu: times the GPU, so no other test may use it meanwhile "
-                                       "(run apart from a parallel run: scripts/gpu_session.sh)")
+    config.addinivalue_line(
+        "markers",
+        "exclusive_gpu: times the GPU, so no other test may use it meanwhile "
+        "(run apart from a parallel run: scripts/gpu_session.sh)",
+    )
 
 
 def pytest_report_header(config):
@@ -104,8 +111,9 @@ def kit_copy(tmp_path):
 def run_python(code, env=None, timeout=600, cwd=ROOT):
     """Run `code` in a fresh Python with the repo importable; returns the CompletedProcess."""
     full_env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=full_env,
-                          timeout=timeout, cwd=cwd)
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=full_env, timeout=timeout, cwd=cwd
+    )
 
 
 def assert_sanitizer_clean(check, code, done):

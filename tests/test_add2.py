@@ -1,4 +1,5 @@
 """ops.add2 against PyTorch's own a + b: every dtype, awkward sizes, views, out=, and every bad input."""
+
 import pytest
 import torch
 from conftest import N_GPUS
@@ -45,11 +46,14 @@ def test_out(device):
     torch.testing.assert_close(a, expected, rtol=0, atol=0)
 
 
-@pytest.mark.parametrize("bad_out, match", [
-    (lambda d: torch.empty(999, device=d), "out must have the inputs' shape"),
-    (lambda d: torch.empty(1000, device=d, dtype=torch.float64), "out and the inputs must have the same dtype"),
-    (lambda d: torch.empty(2000, device=d)[::2], "out must be contiguous"),
-])
+@pytest.mark.parametrize(
+    "bad_out, match",
+    [
+        (lambda d: torch.empty(999, device=d), "out must have the inputs' shape"),
+        (lambda d: torch.empty(1000, device=d, dtype=torch.float64), "out and the inputs must have the same dtype"),
+        (lambda d: torch.empty(2000, device=d)[::2], "out must be contiguous"),
+    ],
+)
 def test_bad_out(device, bad_out, match):
     a, b = torch.randn(1000, device=device), torch.randn(1000, device=device)
     with pytest.raises((RuntimeError, ValueError, TypeError), match=match):
@@ -69,13 +73,26 @@ def test_out_on_another_device():
         ops.add2(a, b, out=torch.empty(10))
 
 
-@pytest.mark.parametrize("a, b, error, match", [
-    (torch.randn(3), torch.randn(4), ValueError, r"a and b must have the same shape, but a has shape \[3\] and b has shape \[4\]"),
-    (torch.randn(3), torch.randn(3, dtype=torch.float64), TypeError, "a and b must have the same dtype"),
-    (torch.arange(3), torch.arange(3), TypeError, "a must be a floating-point tensor .* but got Long"),
-    (torch.ones(3, dtype=torch.bool), torch.ones(3, dtype=torch.bool), TypeError, "a must be a floating-point tensor"),
-    (torch.randn(3), 3.0, RuntimeError, "argument 'b'"),
-])
+@pytest.mark.parametrize(
+    "a, b, error, match",
+    [
+        (
+            torch.randn(3),
+            torch.randn(4),
+            ValueError,
+            r"a and b must have the same shape, but a has shape \[3\] and b has shape \[4\]",
+        ),
+        (torch.randn(3), torch.randn(3, dtype=torch.float64), TypeError, "a and b must have the same dtype"),
+        (torch.arange(3), torch.arange(3), TypeError, "a must be a floating-point tensor .* but got Long"),
+        (
+            torch.ones(3, dtype=torch.bool),
+            torch.ones(3, dtype=torch.bool),
+            TypeError,
+            "a must be a floating-point tensor",
+        ),
+        (torch.randn(3), 3.0, RuntimeError, "argument 'b'"),
+    ],
+)
 def test_bad_inputs(a, b, error, match):
     with pytest.raises(error, match=match):
         ops.add2(a, b)

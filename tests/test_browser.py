@@ -7,6 +7,7 @@ settings of its own (windowingMode "none": JupyterLab then renders every cell of
 visible ones). Every step is asserted on what the page shows. On failure a screenshot and the page's text are saved
 where the failure message says. Skipped, with the reason, where Chromium or Playwright is missing (.ci/run installs
 both)."""
+
 import json
 import os
 import re
@@ -26,8 +27,10 @@ try:
 except ImportError:
     sync_playwright = None
 
-pytestmark = pytest.mark.skipif(CHROMIUM is None or sync_playwright is None,
-                                reason="needs Debian's chromium and Playwright for Python (pip install playwright)")
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None or sync_playwright is None,
+    reason="needs Debian's chromium and Playwright for Python (pip install playwright)",
+)
 
 TOKEN = "labkit-browser-test"
 TRY_IT = "print(ops.add2(torch.ones(4), torch.full((4,), 10.0)))"  # notebook 01's "try it yourself" cell
@@ -54,14 +57,29 @@ def lab(tmp_path):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(values))
     port = _free_port()
-    cmd = [sys.executable, "-m", "jupyter", "lab", f"--ServerApp.root_dir={kit}", "--no-browser",
-           "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}", f"--IdentityProvider.token={TOKEN}",
-           f"--LabApp.user_settings_dir={settings}", *(["--allow-root"] if os.getuid() == 0 else []),
-           "notebooks/01_add2.ipynb"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "jupyter",
+        "lab",
+        f"--ServerApp.root_dir={kit}",
+        "--no-browser",
+        "--ServerApp.ip=127.0.0.1",
+        f"--ServerApp.port={port}",
+        f"--IdentityProvider.token={TOKEN}",
+        f"--LabApp.user_settings_dir={settings}",
+        *(["--allow-root"] if os.getuid() == 0 else []),
+        "notebooks/01_add2.ipynb",
+    ]
     log = open(tmp_path / "jupyterlab.log", "w")
-    env = {**os.environ, "PYTHONPATH": str(kit), "JUPYTER_CONFIG_DIR": str(tmp_path / "jupyter-config"),
-           "JUPYTER_CONFIG_PATH": str(ROOT / ".jupyter"),
-           "JUPYTER_RUNTIME_DIR": str(tmp_path / "jupyter-runtime"), "LABKIT_BUILD_DIR": str(tmp_path / "build")}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(kit),
+        "JUPYTER_CONFIG_DIR": str(tmp_path / "jupyter-config"),
+        "JUPYTER_CONFIG_PATH": str(ROOT / ".jupyter"),
+        "JUPYTER_RUNTIME_DIR": str(tmp_path / "jupyter-runtime"),
+        "LABKIT_BUILD_DIR": str(tmp_path / "build"),
+    }
     server = subprocess.Popen(cmd, cwd=kit, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     try:
         yield f"http://127.0.0.1:{port}", kit
@@ -219,8 +237,11 @@ def test_the_students_walk_in_jupyterlab(lab, tmp_path):
             student.to_tab("01_add2.ipynb")
             out = student.run_cell(EX1_CHECK)
             assert "PASS  matches a + b on cpu" in out and "FAIL" not in out, out
-            print(f"browser walk: Run All Cells on notebook 01 ({len(prompts)} code cells) in {ran_all:.0f} s, "
-                  f"the whole walk in {time.time() - t0:.0f} s", file=sys.stderr)
+            print(
+                f"browser walk: Run All Cells on notebook 01 ({len(prompts)} code cells) in {ran_all:.0f} s, "
+                f"the whole walk in {time.time() - t0:.0f} s",
+                file=sys.stderr,
+            )
         except BaseException:
             shot, text = tmp_path / "failure.png", tmp_path / "failure.txt"
             page.screenshot(path=str(shot), full_page=True)

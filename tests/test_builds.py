@@ -3,6 +3,7 @@ loader and pass the same op tests: tests/test_<op>.py, run by a child pytest who
 (conftest.py, LABKIT_PREBUILT). Each build goes to a tmp folder, in child processes: this process holds the JIT
 loader's ops, and a second library for labkit::add2 loaded here would replace their kernels.
 CPU-only builds everywhere; CUDA builds where there is a GPU (and, compiled only, where there is nvcc but no GPU)."""
+
 import os
 import re
 import shutil
@@ -20,10 +21,16 @@ OPS = builds.DEFAULT_OPS  # every op folder of kernels/
 OP_TESTS = [str(p) for p in (ROOT / "tests" / f"test_{op}.py" for op in OPS) if p.is_file()]
 
 
-@pytest.fixture(scope="module", params=[
-    ("aot", False), ("cmake", False),
-    pytest.param(("aot", True), marks=pytest.mark.cuda), pytest.param(("cmake", True), marks=pytest.mark.cuda)],
-    ids=lambda p: f"{p[0]}-{'cuda' if p[1] else 'cpu'}")
+@pytest.fixture(
+    scope="module",
+    params=[
+        ("aot", False),
+        ("cmake", False),
+        pytest.param(("aot", True), marks=pytest.mark.cuda),
+        pytest.param(("cmake", True), marks=pytest.mark.cuda),
+    ],
+    ids=lambda p: f"{p[0]}-{'cuda' if p[1] else 'cpu'}",
+)
 def built(request, tmp_path_factory):
     way, cuda = request.param
     if way == "cmake" and not (shutil.which("cmake") or shutil.which("cmake", path=os.path.dirname(sys.executable))):
@@ -33,13 +40,22 @@ def built(request, tmp_path_factory):
 
 
 def _pytest_child(built, *args):
-    env = {**os.environ, **built.env, "PYTHONPATH": os.pathsep.join(filter(None, [built.env.get("PYTHONPATH"),
-                                                                              str(ROOT)]))}
+    env = {
+        **os.environ,
+        **built.env,
+        "PYTHONPATH": os.pathsep.join(filter(None, [built.env.get("PYTHONPATH"), str(ROOT)])),
+    }
     env.pop("PYTEST_ADDOPTS", None)  # the parent's -k or -x would select in the child's run, not this one's
     if not built.cuda:  # a CPU-only build has no CUDA kernels: the child sees no GPU, so its CUDA tests skip
         env["CUDA_VISIBLE_DEVICES"] = ""
-    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-x", *args], env=env, cwd=ROOT,
-                          capture_output=True, text=True, timeout=3600)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-x", *args],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=3600,
+    )
 
 
 def test_every_op_folder_is_built_and_no_build_way_lists_its_ops(tmp_path):
@@ -89,9 +105,11 @@ def test_the_package_works_without_the_repository(built, tmp_path):
     op.py files, by building/prebuilt.py, in the op tests above)."""
     if built.way != "aot":
         pytest.skip("only the AOT package is meant to stand alone")
-    code = ("import sys, torch; from labkit_aot import ops; a = torch.randn(1000); "
-            "assert torch.equal(ops.add2(a, a), a + a); "
-            "assert not [m for m in sys.modules if m == 'loader' or m.startswith('kit')]; print('ok', ops)")
+    code = (
+        "import sys, torch; from labkit_aot import ops; a = torch.randn(1000); "
+        "assert torch.equal(ops.add2(a, a), a + a); "
+        "assert not [m for m in sys.modules if m == 'loader' or m.startswith('kit')]; print('ok', ops)"
+    )
     env = {**os.environ, "PYTHONPATH": built.env["PYTHONPATH"]}
     if not built.cuda:
         env["CUDA_VISIBLE_DEVICES"] = ""
@@ -103,8 +121,11 @@ def test_a_kernel_edit_recompiles_that_file_only(built):
     """After a one-line edit of a CPU kernel file, ninja recompiles that file (and links): not the binding, whose
     torch headers cost seconds."""
     op = OPS[0]
-    log = (next(built.src.glob("aot/build/temp.*/.ninja_log")) if built.way == "aot"
-           else built.src / "cmake-build" / ".ninja_log")
+    log = (
+        next(built.src.glob("aot/build/temp.*/.ninja_log"))
+        if built.way == "aot"
+        else built.src / "cmake-build" / ".ninja_log"
+    )
     before = len(log.read_text().splitlines())
     if built.way == "aot":
         builds.touch_kernel(built.src / "kernels", op, cuda=False)

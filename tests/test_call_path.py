@@ -1,6 +1,7 @@
 """What a call of an op costs and what it sees: every kind of edit is seen by the very next call (made within a
 millisecond), the fast path stats no file, the fallback without a watch still sees edits, and torch.compile may be
 an op's first user. (What a call costs in microseconds is measured by `make bench`, not asserted here.)"""
+
 import os
 import subprocess
 import textwrap
@@ -59,12 +60,21 @@ def test_every_kind_of_edit_is_seen_by_the_next_call(lab):
     steps = [
         ("in-place write, same size", lambda: _rewrite_in_place(cpu, "+ load(b", "- load(b"), A - B),
         ("truncate and write", lambda: _truncate_and_write(cpu, "- load(b[i])", "* load(b[i])"), A * B),
-        ("JupyterLab's save: temporary file renamed over", lambda: _atomic_save(cpu, "* load(b[i])", "+ 3 * load(b[i])"),
-         A + 3 * B),
+        (
+            "JupyterLab's save: temporary file renamed over",
+            lambda: _atomic_save(cpu, "* load(b[i])", "+ 3 * load(b[i])"),
+            A + 3 * B,
+        ),
         ("sed -i", lambda: _sed(cpu, "+ 3 \\* load", "+ 4 * load"), A + 4 * B),
-        ("a header of kernels/common/", lambda: _truncate_and_write(
-            kernels / "common" / "cpu_half.h", "inline float load(float x) { return x; }",
-            "inline float load(float x) { return -x; }"), -A - 4 * B),
+        (
+            "a header of kernels/common/",
+            lambda: _truncate_and_write(
+                kernels / "common" / "cpu_half.h",
+                "inline float load(float x) { return x; }",
+                "inline float load(float x) { return -x; }",
+            ),
+            -A - 4 * B,
+        ),
     ]
     for what, edit_fn, expected in steps:
         edit_fn()
@@ -142,11 +152,15 @@ def test_a_forked_child_stops_watching_and_still_sees_edits(lab):
 
 def test_a_network_file_system_is_not_watched(tmp_path, monkeypatch):
     mountinfo = tmp_path / "mountinfo"
-    mountinfo.write_text("22 1 0:21 / / rw - ext4 /dev/vda rw\n"
-                         "40 22 0:35 / /home/class rw,relatime - nfs4 server:/home rw\n")
+    mountinfo.write_text(
+        "22 1 0:21 / / rw - ext4 /dev/vda rw\n40 22 0:35 / /home/class rw,relatime - nfs4 server:/home rw\n"
+    )
     real = Path.read_text
-    monkeypatch.setattr(Path, "read_text", lambda self, *a, **k: real(mountinfo if str(self) == "/proc/self/mountinfo"
-                                                                       else self, *a, **k))
+    monkeypatch.setattr(
+        Path,
+        "read_text",
+        lambda self, *a, **k: real(mountinfo if str(self) == "/proc/self/mountinfo" else self, *a, **k),
+    )
     assert watch.filesystem_type("/home/class/alice/kernels") == "nfs4"
     assert watch.filesystem_type("/tmp") == "ext4"
     assert "network filesystem (nfs4)" in watch.why_not_watched("/home/class/alice/kernels")

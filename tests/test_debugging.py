@@ -1,6 +1,7 @@
 """The debugging lesson (05_debugging.ipynb): printf reaches Python, the broken kernels of kernels/debug_lab/ fail only
 in their child process and are named to the line by the tools (AddressSanitizer here, compute-sanitizer on a GPU),
 the right kernels match PyTorch, register and shared-memory counts, what --use_fast_math does to ELU."""
+
 import json
 import os
 import re
@@ -85,16 +86,19 @@ def test_oob_write_within_bounds_writes_arange(device):
     assert torch.equal(y[:10], torch.arange(10, dtype=torch.float32, device=device)) and not y[10:].any()
 
 
-@pytest.mark.parametrize("call, error, match", [
-    (lambda: ops.debug_lab("printf", torch.zeros(3, dtype=torch.float64)), TypeError, "x must be float32"),
-    (lambda: ops.debug_lab("printf", torch.zeros(1025)), ValueError, "at most 1024 elements"),
-    (lambda: ops.debug_lab("oob_write", torch.zeros(10), count=-1), ValueError, "count must be >= 0"),
-    (lambda: ops.debug_lab("oob_write", torch.zeros(10, 2).t(), count=1), ValueError, "y must be contiguous"),
-    (lambda: ops.debug_lab("smem_reverse", torch.zeros(300)), ValueError, "multiple of 256"),
-    (lambda: ops.debug_lab("smem_race", torch.zeros(256)), RuntimeError, "a GPU lesson"),
-    (lambda: ops.debug_lab("oob_write", torch.zeros(10)), ValueError, 'count= goes with lesson "oob_write"'),
-    (lambda: ops.debug_lab("segfault", torch.zeros(10)), ValueError, "lesson must be one of"),
-])
+@pytest.mark.parametrize(
+    "call, error, match",
+    [
+        (lambda: ops.debug_lab("printf", torch.zeros(3, dtype=torch.float64)), TypeError, "x must be float32"),
+        (lambda: ops.debug_lab("printf", torch.zeros(1025)), ValueError, "at most 1024 elements"),
+        (lambda: ops.debug_lab("oob_write", torch.zeros(10), count=-1), ValueError, "count must be >= 0"),
+        (lambda: ops.debug_lab("oob_write", torch.zeros(10, 2).t(), count=1), ValueError, "y must be contiguous"),
+        (lambda: ops.debug_lab("smem_reverse", torch.zeros(300)), ValueError, "multiple of 256"),
+        (lambda: ops.debug_lab("smem_race", torch.zeros(256)), RuntimeError, "a GPU lesson"),
+        (lambda: ops.debug_lab("oob_write", torch.zeros(10)), ValueError, 'count= goes with lesson "oob_write"'),
+        (lambda: ops.debug_lab("segfault", torch.zeros(10)), ValueError, "lesson must be one of"),
+    ],
+)
 def test_bad_inputs(call, error, match):
     with pytest.raises(error, match=match):
         call()
@@ -273,12 +277,14 @@ def test_fast_math_changes_elus_results_and_the_default_build_does_not():
 
 
 def test_sanitizer_findings_drop_the_notes_on_pytorchs_own_failing_calls():
-    lines = ["========= COMPUTE-SANITIZER",
-             "========= Program hit cudaErrorInvalidValue (error 1) due to \"invalid argument\" on CUDA API call to x.",
-             "=========     Saved host backtrace up to driver entry point at error",
-             "========= Invalid __global__ write of size 4 bytes",
-             "=========     at oob_write_kernel(float *, long)+0x70 in debug_lab.cu:31",
-             "========= ERROR SUMMARY: 2 errors"]
+    lines = [
+        "========= COMPUTE-SANITIZER",
+        '========= Program hit cudaErrorInvalidValue (error 1) due to "invalid argument" on CUDA API call to x.',
+        "=========     Saved host backtrace up to driver entry point at error",
+        "========= Invalid __global__ write of size 4 bytes",
+        "=========     at oob_write_kernel(float *, long)+0x70 in debug_lab.cu:31",
+        "========= ERROR SUMMARY: 2 errors",
+    ]
     assert sanitizers.findings(lines) == [lines[0]] + lines[3:]
 
 
@@ -292,24 +298,28 @@ def test_recorded_is_the_newest_recording(tmp_path, monkeypatch):
     assert results.recorded("debug.json") is None
 
 
-H100_LIKE = types.SimpleNamespace(major=9, minor=0, warp_size=32, max_threads_per_multi_processor=2048,
-                                  shared_memory_per_multiprocessor=233472)
+H100_LIKE = types.SimpleNamespace(
+    major=9, minor=0, warp_size=32, max_threads_per_multi_processor=2048, shared_memory_per_multiprocessor=233472
+)
 
 
-@pytest.mark.parametrize("registers, shared, threads, blocks, occupancy, limited_by", [
-    # 256 threads of 24 registers, no shared memory: 8 blocks fill the SM's 64 warps (the threads limit)
-    (24, 0, 256, 8, 1.0, ["threads"]),
-    # 128 registers a thread: a warp takes 4096 of the SM's 65536, so 16 warps fit, 2 blocks of 8
-    (128, 0, 256, 2, 0.25, ["registers"]),
-    # 162 registers round up to 5376 a warp (units of 256): 12 warps fit, one block of 8
-    (162, 9216, 256, 1, 0.125, ["registers"]),
-    # 48 KB of shared memory a block (+1 KB reserved): 4 blocks of 228 KB
-    (16, 48 * 1024, 128, 4, 0.25, ["shared memory"]),
-    # tiny blocks: 32 resident blocks at most on sm_90, whatever else would fit
-    (16, 0, 32, 32, 0.5, ["blocks per SM"]),
-])
-def test_theoretical_occupancy_follows_the_occupancy_calculator(registers, shared, threads, blocks, occupancy,
-                                                                limited_by):
+@pytest.mark.parametrize(
+    "registers, shared, threads, blocks, occupancy, limited_by",
+    [
+        # 256 threads of 24 registers, no shared memory: 8 blocks fill the SM's 64 warps (the threads limit)
+        (24, 0, 256, 8, 1.0, ["threads"]),
+        # 128 registers a thread: a warp takes 4096 of the SM's 65536, so 16 warps fit, 2 blocks of 8
+        (128, 0, 256, 2, 0.25, ["registers"]),
+        # 162 registers round up to 5376 a warp (units of 256): 12 warps fit, one block of 8
+        (162, 9216, 256, 1, 0.125, ["registers"]),
+        # 48 KB of shared memory a block (+1 KB reserved): 4 blocks of 228 KB
+        (16, 48 * 1024, 128, 4, 0.25, ["shared memory"]),
+        # tiny blocks: 32 resident blocks at most on sm_90, whatever else would fit
+        (16, 0, 32, 32, 0.5, ["blocks per SM"]),
+    ],
+)
+def test_theoretical_occupancy_follows_the_occupancy_calculator(
+    registers, shared, threads, blocks, occupancy, limited_by
+):
     got = resources.theoretical_occupancy(registers, shared, threads, H100_LIKE)
     assert got == {"blocks_per_sm": blocks, "occupancy": occupancy, "limited_by": limited_by}
-

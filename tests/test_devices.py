@@ -1,5 +1,6 @@
 """Choosing the GPU: guarded ops are right on every GPU whatever GPU is current; the unguarded launch and
 its cudaSetDevice fix are characterised (in child processes); isolation, renumbering, per-device sync, archs."""
+
 import os
 import subprocess
 import sys
@@ -79,8 +80,10 @@ def test_set_device_fix_is_right_but_leaks_the_current_device():
 def test_cuda_visible_devices_renumbers():
     last = N_GPUS - 1
     uuid = str(torch.cuda.get_device_properties(last).uuid)
-    r = run_isolated("import torch; report([torch.cuda.device_count(), str(torch.cuda.get_device_properties(0).uuid)])",
-                     env={"CUDA_VISIBLE_DEVICES": str(last)})
+    r = run_isolated(
+        "import torch; report([torch.cuda.device_count(), str(torch.cuda.get_device_properties(0).uuid)])",
+        env={"CUDA_VISIBLE_DEVICES": str(last)},
+    )
     assert r.verdict == "ran to the end", r.stderr
     assert r.result == [1, uuid], "with CUDA_VISIBLE_DEVICES=k, physical GPU k is cuda:0"
 
@@ -104,12 +107,19 @@ def test_builds_for_every_visible_gpu_architecture(tmp_path):
     """With TORCH_CUDA_ARCH_LIST unset, each visible GPU's architecture is compiled (and no others)."""
     env = {k: v for k, v in os.environ.items() if k != "TORCH_CUDA_ARCH_LIST"}
     env.update(PYTHONPATH=str(ROOT), LABKIT_BUILD_DIR=str(tmp_path))
-    r = subprocess.run([sys.executable, "-c", "import loader; print(loader.build('add2'))"], env=env,
-                       capture_output=True, text=True, timeout=600, cwd=ROOT)
+    r = subprocess.run(
+        [sys.executable, "-c", "import loader; print(loader.build('add2'))"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     ninja = (tmp_path.glob("*/add2/build.ninja").__next__()).read_text()
     caps = {torch.cuda.get_device_capability(i) for i in range(N_GPUS)}
     for major, minor in caps:
         assert f"code=sm_{major}{minor}" in ninja
     import re
+
     assert len(set(re.findall(r"code=sm_(\d+)", ninja))) == len(caps), "only the GPUs present"

@@ -1,5 +1,6 @@
 """ops.elu against PyTorch's own F.elu and aten.elu_backward: forward and backward in every dtype, every 16-bit
 input, awkward sizes, views, alpha, gradcheck, opcheck, torch.compile, live rebuild, the ELU tutorial's kernels, bad input."""
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -15,8 +16,12 @@ HALF_DTYPES = [torch.float16, torch.bfloat16]
 SIZES = [0, 1, 3, 7, 8, 9, 255, 256, 257, 2047, 2048, 2049, 4096 + 5, (1 << 20) + 3]
 # float32/float64: a few ulps (on the GPU both sides run expm1/exp from the same library and agree exactly).
 # 16-bit: both compute in float and round once; the default tolerance allows one 16-bit ulp
-TOL = {torch.float32: dict(rtol=1e-6, atol=1e-9), torch.float64: dict(rtol=2e-15, atol=1e-18),
-       torch.float16: {}, torch.bfloat16: {}}
+TOL = {
+    torch.float32: dict(rtol=1e-6, atol=1e-9),
+    torch.float64: dict(rtol=2e-15, atol=1e-18),
+    torch.float16: {},
+    torch.bfloat16: {},
+}
 
 
 def _x(n, dtype, device, scale=3.0):
@@ -52,15 +57,18 @@ def test_backward_matches_torch(device, dtype, n):
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_backward_op_matches_aten(device, dtype):
     x, grad_out = _x(10007, dtype, device), _x(10007, dtype, device, scale=1.0)
-    torch.testing.assert_close(torch.ops.labkit.elu_backward(grad_out, x, 1.7), _aten_backward(grad_out, x, 1.7),
-                               **TOL[dtype])
+    torch.testing.assert_close(
+        torch.ops.labkit.elu_backward(grad_out, x, 1.7), _aten_backward(grad_out, x, 1.7), **TOL[dtype]
+    )
 
 
 def _ulps_apart(a, b):
     """How many representable 16-bit values lie between a and b (same dtype, no NaN)."""
+
     def ordered(t):
         i = t.view(torch.int16).to(torch.int32)
         return torch.where(i < 0, -(i & 0x7FFF), i)  # -0 and +0 both map to 0
+
     return (ordered(a) - ordered(b)).abs()
 
 
@@ -81,8 +89,9 @@ def test_every_16bit_input(device, dtype, alpha):
     exact = F.elu(x.double(), alpha).to(dtype)
     assert _ulps_apart(y[~nan], exact[~nan]).max().item() <= 1
     grad_out = torch.full_like(x, 0.75)  # NaN x: see test_nan_inf_and_zeros
-    torch.testing.assert_close(torch.ops.labkit.elu_backward(grad_out, x, alpha)[~nan],
-                               _aten_backward(grad_out, x, alpha)[~nan])
+    torch.testing.assert_close(
+        torch.ops.labkit.elu_backward(grad_out, x, alpha)[~nan], _aten_backward(grad_out, x, alpha)[~nan]
+    )
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -90,8 +99,9 @@ def test_nan_inf_and_zeros(device, dtype):
     """PyTorch's formulas decide these: x > 0 for the forward (NaN stays NaN), x <= 0 for the backward, so a NaN x
     passes dy through, as aten's scalar CPU loop and its CUDA kernel do. (Its vectorised CPU loop, used for longer
     tensors, gives NaN there instead: PyTorch disagrees with itself, so NaN gradients are compared to dy directly.)"""
-    x = torch.tensor([float("nan"), float("inf"), -float("inf"), 0.0, -0.0, 1e-30, -1e-30, -100.0, 100.0] * 3,
-                     device=device).to(dtype)
+    x = torch.tensor(
+        [float("nan"), float("inf"), -float("inf"), 0.0, -0.0, 1e-30, -1e-30, -100.0, 100.0] * 3, device=device
+    ).to(dtype)
     torch.testing.assert_close(ops.elu(x, 0.5), F.elu(x, 0.5), equal_nan=True, **TOL[dtype])
     grad_out = torch.full_like(x, 2.0)
     ours, nan = torch.ops.labkit.elu_backward(grad_out, x, 0.5), torch.isnan(x)
@@ -148,11 +158,13 @@ def test_backward_with_views(device):
     (theirs,) = torch.autograd.grad(F.elu(x.t(), 0.3).sum(), x)
     torch.testing.assert_close(ours, theirs, **TOL[torch.float32])
     g = torch.randn(17, 33, device=device).t()
-    torch.testing.assert_close(torch.ops.labkit.elu_backward(g, x.detach(), 0.3),
-                               _aten_backward(g, x.detach(), 0.3), **TOL[torch.float32])
+    torch.testing.assert_close(
+        torch.ops.labkit.elu_backward(g, x.detach(), 0.3), _aten_backward(g, x.detach(), 0.3), **TOL[torch.float32]
+    )
     h = torch.randn(1001, device=device)
-    torch.testing.assert_close(torch.ops.labkit.elu_backward(h[1:], h[:-1], 0.3), _aten_backward(h[1:], h[:-1], 0.3),
-                               **TOL[torch.float32])  # misaligned: the scalar backward kernel
+    torch.testing.assert_close(
+        torch.ops.labkit.elu_backward(h[1:], h[:-1], 0.3), _aten_backward(h[1:], h[:-1], 0.3), **TOL[torch.float32]
+    )  # misaligned: the scalar backward kernel
 
 
 def test_backward_runs_our_backward_kernel():
@@ -185,7 +197,9 @@ def test_opcheck(device):
     torch.library.opcheck(torch.ops.labkit.elu.default, (x.clone().requires_grad_(), 0.5))
     torch.library.opcheck(torch.ops.labkit.elu.default, (x.bfloat16(), 2.0))
     torch.library.opcheck(torch.ops.labkit.elu_backward.default, (g, x, 0.5))
-    torch.library.opcheck(torch.ops.labkit.elu_backward.default, (g.clone().requires_grad_(), x.clone().requires_grad_(), 0.5))
+    torch.library.opcheck(
+        torch.ops.labkit.elu_backward.default, (g.clone().requires_grad_(), x.clone().requires_grad_(), 0.5)
+    )
     if device == "cuda":
         torch.library.opcheck(torch.ops.labkit.elu_seed.default, (x,))
         torch.library.opcheck(torch.ops.labkit.elu_seed_smem.default, (x,))
@@ -215,7 +229,9 @@ def test_live_rebuild_of_the_cpu_kernel(kit_copy, capsys):
     x = torch.linspace(-3, 3, 101)
     torch.testing.assert_close(lab.elu(x), F.elu(x), **TOL[torch.float32])
     capsys.readouterr()
-    edit(kit_copy / "kernels/elu/elu_cpu.cpp", "v > 0 ? v : a * expm1_for<T>(v)", "v > 0 ? 10 * v : a * expm1_for<T>(v)")
+    edit(
+        kit_copy / "kernels/elu/elu_cpu.cpp", "v > 0 ? v : a * expm1_for<T>(v)", "v > 0 ? 10 * v : a * expm1_for<T>(v)"
+    )
     y = lab.elu(x)
     torch.testing.assert_close(y, torch.where(x > 0, 10 * x, F.elu(x)), **TOL[torch.float32])
     status = [ln for ln in capsys.readouterr().out.splitlines() if "[labkit] elu" in ln]
@@ -234,8 +250,9 @@ def test_unknown_version():
 
 @pytest.mark.parametrize("version", ["seed", "seed_smem"])
 def test_seed_versions_have_no_cpu_path_and_alpha_one(version):
-    with pytest.raises(RuntimeError, match=f'version="{version}"\\) is the ELU tutorial\'s CUDA kernel and has '
-                                           "no CPU version"):
+    with pytest.raises(
+        RuntimeError, match=f'version="{version}"\\) is the ELU tutorial\'s CUDA kernel and has no CPU version'
+    ):
         ops.elu(torch.randn(3), version=version)
     with pytest.raises(ValueError, match="alpha is fixed at 1.0"):
         ops.elu(torch.randn(3), 0.5, version=version)
@@ -256,12 +273,19 @@ def test_seed_versions(version, n):
 # -- bad input ---------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("x, error, match", [
-    (torch.arange(3), TypeError, "elu: x must be a floating-point tensor .* but got Long"),
-    (torch.ones(3, dtype=torch.bool), TypeError, "elu: x must be a floating-point tensor .* but got Bool"),
-    (torch.ones(3, dtype=torch.complex64), TypeError, "elu: x must be a floating-point tensor .* but got ComplexFloat"),
-    ([1.0, -1.0], RuntimeError, "Expected a value of type 'Tensor' for argument 'x'"),
-])
+@pytest.mark.parametrize(
+    "x, error, match",
+    [
+        (torch.arange(3), TypeError, "elu: x must be a floating-point tensor .* but got Long"),
+        (torch.ones(3, dtype=torch.bool), TypeError, "elu: x must be a floating-point tensor .* but got Bool"),
+        (
+            torch.ones(3, dtype=torch.complex64),
+            TypeError,
+            "elu: x must be a floating-point tensor .* but got ComplexFloat",
+        ),
+        ([1.0, -1.0], RuntimeError, "Expected a value of type 'Tensor' for argument 'x'"),
+    ],
+)
 def test_bad_x(x, error, match):
     with pytest.raises(error, match=match):
         ops.elu(x)
@@ -274,12 +298,19 @@ def test_alpha_of_the_wrong_type(alpha):
         ops.elu(torch.randn(3), alpha)
 
 
-@pytest.mark.parametrize("grad_out, x, error, match", [
-    (torch.randn(3), torch.randn(4), ValueError,
-     r"elu_backward: grad_out and x must have the same shape, but grad_out has shape \[3\] and x has shape \[4\]"),
-    (torch.randn(3), torch.randn(3, dtype=torch.float64), TypeError, "grad_out and x must have the same dtype"),
-    (torch.arange(3), torch.arange(3), TypeError, "elu_backward: x must be a floating-point tensor"),
-])
+@pytest.mark.parametrize(
+    "grad_out, x, error, match",
+    [
+        (
+            torch.randn(3),
+            torch.randn(4),
+            ValueError,
+            r"elu_backward: grad_out and x must have the same shape, but grad_out has shape \[3\] and x has shape \[4\]",
+        ),
+        (torch.randn(3), torch.randn(3, dtype=torch.float64), TypeError, "grad_out and x must have the same dtype"),
+        (torch.arange(3), torch.arange(3), TypeError, "elu_backward: x must be a floating-point tensor"),
+    ],
+)
 def test_bad_backward_inputs(grad_out, x, error, match):
     with pytest.raises(error, match=match):
         torch.ops.labkit.elu_backward(grad_out, x, 1.0)

@@ -1,5 +1,6 @@
 """The grader is itself tested: every reference solution passes, every untouched stub fails with a useful message,
 and plausible wrong answers each fail on the check meant to catch them."""
+
 import pytest
 import torch
 from conftest import HAS_CUDA, N_GPUS
@@ -41,100 +42,315 @@ def test_reference_solution_passes(solved, exercise):
 
 # (exercise, file in exercises/, text of the solution, wrong answer, check that must fail, needs)
 MUTANTS = [
-    ("ex1_add2_tail", "ex1_add2_tail/ex1_add2_tail.h", "if (i < n) c[i]", "if (i <= n) c[i]",
-     "writes nothing past the end", None),
-    ("ex1_add2_tail", "ex1_add2_tail/ex1_add2_tail.h", "if (i < n) c[i]", "if (i < n - 1) c[i]",
-     "matches a + b", None),
-    ("ex1_add2_tail", "ex1_add2_tail/ex1_add2_tail.h", "if (i < n) c[i]", "c[i]",
-     "writes nothing past the end", None),
-    ("ex2_add2_vec4", "ex2_add2_vec4/ex2_add2_vec4.h", "for (int64_t j = i; j < n; j++)",
-     "for (int64_t j = i; j < n - 1; j++)", "matches a + b", None),
-    ("ex2_add2_vec4", "ex2_add2_vec4/ex2_add2_vec4.h", "if (i + 4 <= n) {", "if (i < n) {",
-     "writes nothing past the end", None),
-    ("ex2_add2_vec4", "ex2_add2_vec4/ex2_add2_vec4.h", "if (i + 4 <= n) {",
-     "if (false) {", "bandwidth against a copy", "cuda"),  # correct, but the tail loop does all the work
-    ("ex4_elu_backward", "ex4_elu_backward/ex4_elu_backward.h", "grad_out[i] * alpha * kit_exp(x[i])",
-     "grad_out[i] * alpha * kit_expm1(x[i])", "gradient matches", None),  # the forward, not its derivative
-    ("ex4_elu_backward", "ex4_elu_backward/ex4_elu_backward.h", "x[i] > T(0) ? grad_out[i]",
-     "x[i] >= T(0) ? grad_out[i]", "gradient matches", None),  # x == 0 in the wrong branch
-    ("ex5_device_guard", "ex5_device_guard/ex5_device_guard.cpp", "    const c10::cuda::CUDAGuard guard(a.device());\n",
-     "", "takes a device guard" if N_GPUS < 2 else "runs on the inputs' GPU", None),
-    ("ex5_device_guard", "ex5_device_guard/ex5_device_guard.cpp", "ex5_add2_on(a, b, current_stream())",
-     "ex5_add2_on(a, b, /*stream=*/0)", "runs on the caller's current stream" if HAS_CUDA else
-     "launches on the current stream", None),
-    ("ex3_bias_relu", "ex3_bias_relu/ex3_bias_relu.cpp",
-     'TORCH_CHECK_VALUE(bias.dim() == 1 && bias.size(0) == x.size(1)', 'TORCH_CHECK_VALUE(true',
-     "clear errors on bad input", None),
-    ("ex3_bias_relu", "ex3_bias_relu/ex3_bias_relu_cpu.cpp", "bias[c]", "bias[r % cols]",
-     "matches relu(x + bias) on cpu", None),
-    ("ex7_warp_sum", "ex7_warp_sum/ex7_warp_sum.h", "for (int offset = 16;", "for (int offset = 8;",
-     "matches x.sum()", None),  # lanes 16..31 never reach lane 0
-    ("ex7_warp_sum", "ex7_warp_sum/ex7_warp_sum.h", "v += shfl_down(v, offset)", "v = shfl_down(v, offset)",
-     "matches x.sum()", None),  # each step replaces instead of adding: lane 0 ends with lane 31's value
-    ("ex8_block_sum", "ex8_block_sum/ex8_block_sum.h", "i < cols; i +=", "i < cols - 1; i +=",
-     "matches x.sum(dim=-1)", None),  # the tail: the row's last element is lost
-    ("ex8_block_sum", "ex8_block_sum/ex8_block_sum.h", "i < cols; i +=", "i <= cols; i +=",
-     "reads nothing past the end", None),
-    ("ex8_block_sum", "ex8_block_sum/ex8_block_sum.h", "atomic_add(&out[row], total)", "atomic_add(&out[0], total)",
-     "adds into its own row", None),  # an atomic to the wrong address
-    ("ex8_block_sum", "ex8_block_sum/ex8_block_sum.h", "    block_sync();  // every warp's slot written", "    //",
-     "waits for every warp", None),  # the barrier deleted: a race, caught every time (the CPU runs warp 0 first)
-    ("ex9_matmul_tile", "ex9_matmul_tile/ex9_matmul_tile.h",
-     "        block_sync();  // every element of the tiles written", "        //",
-     "waits until the tiles are loaded", None),  # thread 0 reads the tiles first: NaN, every time
-    ("ex9_matmul_tile", "ex9_matmul_tile/ex9_matmul_tile.h",
-     "        block_sync();  // every thread done with the tiles", "        //",
-     "waits before overwriting the tiles", None),  # thread 0 loads step 2 before the others read step 1
-    ("ex9_matmul_tile", "ex9_matmul_tile/ex9_matmul_tile.h", "row < M && k0 + tx < K ?", "row < M && k0 + tx < N ?",
-     "matches A @ B", None),  # the edge guard against the wrong size: part of a row of A left out when N < K
-    ("ex9_matmul_tile", "ex9_matmul_tile/ex9_matmul_tile.h", "row < M && k0 + tx < K ?", "row < M ?",
-     "reads nothing past the end", None),  # no guard along k: hidden by B's zeros, but it reads past A's last row
-    ("ex9_matmul_tile", "ex9_matmul_tile/ex9_matmul_tile.h", "k0 + ty < K && col < N ?", "k0 + ty <= K && col < N ?",
-     "reads nothing past the end", None),  # row K of B: past the end of B (zeros there would hide it)
-    ("ex9_matmul_tile", "ex9_matmul_tile/ex9_matmul_tile.h", "if (row < M && col < N) c[", "if (row < M) c[",
-     "writes nothing past the end", None),  # the last row's columns >= N land after C
-    ("ex9_matmul_tile", "ex9_matmul_tile/ex9_matmul_tile.h", "k++) acc += As[ty][k] * Bs[k][tx]",
-     "k++) acc += As[k][tx] * Bs[ty][k]", "matches A @ B", None),  # the tiles' indices swapped
-    ("ex9_matmul_tile", "ex9_matmul_tile/ex9_matmul_tile.h", "b[(k0 + ty) * N + col]", "b[(k0 + ty) * K + col]",
-     "matches A @ B", None),  # B's rows taken as K long: right only when N == K
-    ("ex9_matmul_tile", "ex9_matmul_tile/ex9_matmul_tile.h", "    float acc = 0.0f;\n",
-     "    if (row >= M || col >= N) return;\n    float acc = 0.0f;\n",
-     "matches A @ B", None),  # an early return: the tile elements those threads should load are never written
-    ("ex9_matmul_tile", "ex9_matmul_tile/ex9_matmul_tile.h",
-     "As[ty][tx] = row < M && k0 + tx < K ? a[row * K + k0 + tx] : 0.0f;\n"
-     "        Bs[ty][tx] = k0 + ty < K && col < N ? b[(k0 + ty) * N + col] : 0.0f;",
-     "As[tx][ty] = by * kEx9Tile + tx < M && k0 + ty < K ? a[(by * kEx9Tile + tx) * K + k0 + ty] : 0.0f;\n"
-     "        Bs[tx][ty] = k0 + tx < K && bx * kEx9Tile + ty < N ? b[(k0 + tx) * N + bx * kEx9Tile + ty] : 0.0f;",
-     "speed against the lesson's smem kernel", "cuda"),  # correct, but tx walks down a column: uncoalesced
-    ("ex10_matmul_reg", "ex10_matmul_reg/ex10_matmul_reg.h", "j++) acc[i][j] += am[i] * bn[j]",
-     "j++) acc[i][j] += am[j] * bn[i]", "matches A @ B", None),  # A's and B's registers swapped: a transposed tile
-    ("ex10_matmul_reg", "ex10_matmul_reg/ex10_matmul_reg.h", "am[i] = As[trow * kEx10TM + i][k]",
-     "am[i] = As[tcol * kEx10TM + i][k]", "matches A @ B", None),  # A's rows picked by the thread's column
-    ("ex10_matmul_reg", "ex10_matmul_reg/ex10_matmul_reg.h", "for (int i = 0; i < kEx10TM; i++)\n            for",
-     "for (int i = 0; i < kEx10TM - 1; i++)\n            for", "matches A @ B", None),  # part of the tile accumulated
-    ("ex10_matmul_reg", "ex10_matmul_reg/ex10_matmul_reg.h", "for (int k = 0; k < kEx10BK; k++)",
-     "for (int k = 0; k < kEx10BK - 1; k++)", "matches A @ B", None),  # the step's last k left out
-    ("ex10_matmul_reg", "ex10_matmul_reg/ex10_matmul_reg.h", "if (row < M && col < N) c[",
-     "if (row <= M && col <= N) c[", "writes nothing past the end", None),  # off by one on the store's guard
-    ("ex10_matmul_reg", "ex10_matmul_reg/ex10_matmul_reg.h", "if (row < M && col < N) c[", "if (row < M) c[",
-     "writes nothing past the end", None),  # no guard on the columns: the last row's run on after C
-    ("ex6_time_kernel", "ex6_time_kernel/ex6_time_kernel.py",
-     "        fn()\n        torch.cuda.synchronize()  # the launch", "        fn()\n        # the launch",
-     "measures a 2 ms GPU kernel", "cuda"),  # an unsynchronised timing: only the launch is measured
+    (
+        "ex1_add2_tail",
+        "ex1_add2_tail/ex1_add2_tail.h",
+        "if (i < n) c[i]",
+        "if (i <= n) c[i]",
+        "writes nothing past the end",
+        None,
+    ),
+    ("ex1_add2_tail", "ex1_add2_tail/ex1_add2_tail.h", "if (i < n) c[i]", "if (i < n - 1) c[i]", "matches a + b", None),
+    ("ex1_add2_tail", "ex1_add2_tail/ex1_add2_tail.h", "if (i < n) c[i]", "c[i]", "writes nothing past the end", None),
+    (
+        "ex2_add2_vec4",
+        "ex2_add2_vec4/ex2_add2_vec4.h",
+        "for (int64_t j = i; j < n; j++)",
+        "for (int64_t j = i; j < n - 1; j++)",
+        "matches a + b",
+        None,
+    ),
+    (
+        "ex2_add2_vec4",
+        "ex2_add2_vec4/ex2_add2_vec4.h",
+        "if (i + 4 <= n) {",
+        "if (i < n) {",
+        "writes nothing past the end",
+        None,
+    ),
+    (
+        "ex2_add2_vec4",
+        "ex2_add2_vec4/ex2_add2_vec4.h",
+        "if (i + 4 <= n) {",
+        "if (false) {",
+        "bandwidth against a copy",
+        "cuda",
+    ),  # correct, but the tail loop does all the work
+    (
+        "ex4_elu_backward",
+        "ex4_elu_backward/ex4_elu_backward.h",
+        "grad_out[i] * alpha * kit_exp(x[i])",
+        "grad_out[i] * alpha * kit_expm1(x[i])",
+        "gradient matches",
+        None,
+    ),  # the forward, not its derivative
+    (
+        "ex4_elu_backward",
+        "ex4_elu_backward/ex4_elu_backward.h",
+        "x[i] > T(0) ? grad_out[i]",
+        "x[i] >= T(0) ? grad_out[i]",
+        "gradient matches",
+        None,
+    ),  # x == 0 in the wrong branch
+    (
+        "ex5_device_guard",
+        "ex5_device_guard/ex5_device_guard.cpp",
+        "    const c10::cuda::CUDAGuard guard(a.device());\n",
+        "",
+        "takes a device guard" if N_GPUS < 2 else "runs on the inputs' GPU",
+        None,
+    ),
+    (
+        "ex5_device_guard",
+        "ex5_device_guard/ex5_device_guard.cpp",
+        "ex5_add2_on(a, b, current_stream())",
+        "ex5_add2_on(a, b, /*stream=*/0)",
+        "runs on the caller's current stream" if HAS_CUDA else "launches on the current stream",
+        None,
+    ),
+    (
+        "ex3_bias_relu",
+        "ex3_bias_relu/ex3_bias_relu.cpp",
+        "TORCH_CHECK_VALUE(bias.dim() == 1 && bias.size(0) == x.size(1)",
+        "TORCH_CHECK_VALUE(true",
+        "clear errors on bad input",
+        None,
+    ),
+    (
+        "ex3_bias_relu",
+        "ex3_bias_relu/ex3_bias_relu_cpu.cpp",
+        "bias[c]",
+        "bias[r % cols]",
+        "matches relu(x + bias) on cpu",
+        None,
+    ),
+    (
+        "ex7_warp_sum",
+        "ex7_warp_sum/ex7_warp_sum.h",
+        "for (int offset = 16;",
+        "for (int offset = 8;",
+        "matches x.sum()",
+        None,
+    ),  # lanes 16..31 never reach lane 0
+    (
+        "ex7_warp_sum",
+        "ex7_warp_sum/ex7_warp_sum.h",
+        "v += shfl_down(v, offset)",
+        "v = shfl_down(v, offset)",
+        "matches x.sum()",
+        None,
+    ),  # each step replaces instead of adding: lane 0 ends with lane 31's value
+    (
+        "ex8_block_sum",
+        "ex8_block_sum/ex8_block_sum.h",
+        "i < cols; i +=",
+        "i < cols - 1; i +=",
+        "matches x.sum(dim=-1)",
+        None,
+    ),  # the tail: the row's last element is lost
+    (
+        "ex8_block_sum",
+        "ex8_block_sum/ex8_block_sum.h",
+        "i < cols; i +=",
+        "i <= cols; i +=",
+        "reads nothing past the end",
+        None,
+    ),
+    (
+        "ex8_block_sum",
+        "ex8_block_sum/ex8_block_sum.h",
+        "atomic_add(&out[row], total)",
+        "atomic_add(&out[0], total)",
+        "adds into its own row",
+        None,
+    ),  # an atomic to the wrong address
+    (
+        "ex8_block_sum",
+        "ex8_block_sum/ex8_block_sum.h",
+        "    block_sync();  // every warp's slot written",
+        "    //",
+        "waits for every warp",
+        None,
+    ),  # the barrier deleted: a race, caught every time (the CPU runs warp 0 first)
+    (
+        "ex9_matmul_tile",
+        "ex9_matmul_tile/ex9_matmul_tile.h",
+        "        block_sync();  // every element of the tiles written",
+        "        //",
+        "waits until the tiles are loaded",
+        None,
+    ),  # thread 0 reads the tiles first: NaN, every time
+    (
+        "ex9_matmul_tile",
+        "ex9_matmul_tile/ex9_matmul_tile.h",
+        "        block_sync();  // every thread done with the tiles",
+        "        //",
+        "waits before overwriting the tiles",
+        None,
+    ),  # thread 0 loads step 2 before the others read step 1
+    (
+        "ex9_matmul_tile",
+        "ex9_matmul_tile/ex9_matmul_tile.h",
+        "row < M && k0 + tx < K ?",
+        "row < M && k0 + tx < N ?",
+        "matches A @ B",
+        None,
+    ),  # the edge guard against the wrong size: part of a row of A left out when N < K
+    (
+        "ex9_matmul_tile",
+        "ex9_matmul_tile/ex9_matmul_tile.h",
+        "row < M && k0 + tx < K ?",
+        "row < M ?",
+        "reads nothing past the end",
+        None,
+    ),  # no guard along k: hidden by B's zeros, but it reads past A's last row
+    (
+        "ex9_matmul_tile",
+        "ex9_matmul_tile/ex9_matmul_tile.h",
+        "k0 + ty < K && col < N ?",
+        "k0 + ty <= K && col < N ?",
+        "reads nothing past the end",
+        None,
+    ),  # row K of B: past the end of B (zeros there would hide it)
+    (
+        "ex9_matmul_tile",
+        "ex9_matmul_tile/ex9_matmul_tile.h",
+        "if (row < M && col < N) c[",
+        "if (row < M) c[",
+        "writes nothing past the end",
+        None,
+    ),  # the last row's columns >= N land after C
+    (
+        "ex9_matmul_tile",
+        "ex9_matmul_tile/ex9_matmul_tile.h",
+        "k++) acc += As[ty][k] * Bs[k][tx]",
+        "k++) acc += As[k][tx] * Bs[ty][k]",
+        "matches A @ B",
+        None,
+    ),  # the tiles' indices swapped
+    (
+        "ex9_matmul_tile",
+        "ex9_matmul_tile/ex9_matmul_tile.h",
+        "b[(k0 + ty) * N + col]",
+        "b[(k0 + ty) * K + col]",
+        "matches A @ B",
+        None,
+    ),  # B's rows taken as K long: right only when N == K
+    (
+        "ex9_matmul_tile",
+        "ex9_matmul_tile/ex9_matmul_tile.h",
+        "    float acc = 0.0f;\n",
+        "    if (row >= M || col >= N) return;\n    float acc = 0.0f;\n",
+        "matches A @ B",
+        None,
+    ),  # an early return: the tile elements those threads should load are never written
+    (
+        "ex9_matmul_tile",
+        "ex9_matmul_tile/ex9_matmul_tile.h",
+        "As[ty][tx] = row < M && k0 + tx < K ? a[row * K + k0 + tx] : 0.0f;\n"
+        "        Bs[ty][tx] = k0 + ty < K && col < N ? b[(k0 + ty) * N + col] : 0.0f;",
+        "As[tx][ty] = by * kEx9Tile + tx < M && k0 + ty < K ? a[(by * kEx9Tile + tx) * K + k0 + ty] : 0.0f;\n"
+        "        Bs[tx][ty] = k0 + tx < K && bx * kEx9Tile + ty < N ? b[(k0 + tx) * N + bx * kEx9Tile + ty] : 0.0f;",
+        "speed against the lesson's smem kernel",
+        "cuda",
+    ),  # correct, but tx walks down a column: uncoalesced
+    (
+        "ex10_matmul_reg",
+        "ex10_matmul_reg/ex10_matmul_reg.h",
+        "j++) acc[i][j] += am[i] * bn[j]",
+        "j++) acc[i][j] += am[j] * bn[i]",
+        "matches A @ B",
+        None,
+    ),  # A's and B's registers swapped: a transposed tile
+    (
+        "ex10_matmul_reg",
+        "ex10_matmul_reg/ex10_matmul_reg.h",
+        "am[i] = As[trow * kEx10TM + i][k]",
+        "am[i] = As[tcol * kEx10TM + i][k]",
+        "matches A @ B",
+        None,
+    ),  # A's rows picked by the thread's column
+    (
+        "ex10_matmul_reg",
+        "ex10_matmul_reg/ex10_matmul_reg.h",
+        "for (int i = 0; i < kEx10TM; i++)\n            for",
+        "for (int i = 0; i < kEx10TM - 1; i++)\n            for",
+        "matches A @ B",
+        None,
+    ),  # part of the tile accumulated
+    (
+        "ex10_matmul_reg",
+        "ex10_matmul_reg/ex10_matmul_reg.h",
+        "for (int k = 0; k < kEx10BK; k++)",
+        "for (int k = 0; k < kEx10BK - 1; k++)",
+        "matches A @ B",
+        None,
+    ),  # the step's last k left out
+    (
+        "ex10_matmul_reg",
+        "ex10_matmul_reg/ex10_matmul_reg.h",
+        "if (row < M && col < N) c[",
+        "if (row <= M && col <= N) c[",
+        "writes nothing past the end",
+        None,
+    ),  # off by one on the store's guard
+    (
+        "ex10_matmul_reg",
+        "ex10_matmul_reg/ex10_matmul_reg.h",
+        "if (row < M && col < N) c[",
+        "if (row < M) c[",
+        "writes nothing past the end",
+        None,
+    ),  # no guard on the columns: the last row's run on after C
+    (
+        "ex6_time_kernel",
+        "ex6_time_kernel/ex6_time_kernel.py",
+        "        fn()\n        torch.cuda.synchronize()  # the launch",
+        "        fn()\n        # the launch",
+        "measures a 2 ms GPU kernel",
+        "cuda",
+    ),  # an unsynchronised timing: only the launch is measured
     # exercise 11: each wrong ring caught by the CPU model, whichever side goes first
-    ("ex11_wgmma_ring", "ex11_wgmma_ring/ex11_wgmma_ring.h", "int(pass % 2), int((pass + 1) % 2)",
-     "int((pass + 1) % 2), int((pass + 1) % 2)", "the ring's model on the CPU, the producer first", None),
-    ("ex11_wgmma_ring", "ex11_wgmma_ring/ex11_wgmma_ring.h", "int(pass % 2), int((pass + 1) % 2)",
-     "int(pass % 2), int(pass % 2)", "the ring's model on the CPU, the consumer first", None),
-    ("ex11_wgmma_ring", "ex11_wgmma_ring/ex11_wgmma_ring.h", "RingStep{int(i % stages)", "RingStep{int(i % 2)",
-     "the ring's model on the CPU, the producer first", None),
-    ("ex11_wgmma_ring", "ex11_wgmma_ring/ex11_wgmma_ring.h", "int(pass % 2), int((pass + 1) % 2)",
-     "int(i % 2), int((pass + 1) % 2)", "the ring's model on the CPU, the consumer first", None),
+    (
+        "ex11_wgmma_ring",
+        "ex11_wgmma_ring/ex11_wgmma_ring.h",
+        "int(pass % 2), int((pass + 1) % 2)",
+        "int((pass + 1) % 2), int((pass + 1) % 2)",
+        "the ring's model on the CPU, the producer first",
+        None,
+    ),
+    (
+        "ex11_wgmma_ring",
+        "ex11_wgmma_ring/ex11_wgmma_ring.h",
+        "int(pass % 2), int((pass + 1) % 2)",
+        "int(pass % 2), int(pass % 2)",
+        "the ring's model on the CPU, the consumer first",
+        None,
+    ),
+    (
+        "ex11_wgmma_ring",
+        "ex11_wgmma_ring/ex11_wgmma_ring.h",
+        "RingStep{int(i % stages)",
+        "RingStep{int(i % 2)",
+        "the ring's model on the CPU, the producer first",
+        None,
+    ),
+    (
+        "ex11_wgmma_ring",
+        "ex11_wgmma_ring/ex11_wgmma_ring.h",
+        "int(pass % 2), int((pass + 1) % 2)",
+        "int(i % 2), int((pass + 1) % 2)",
+        "the ring's model on the CPU, the consumer first",
+        None,
+    ),
 ]
 
 
-@pytest.mark.parametrize("exercise, file, right, wrong, check, needs", MUTANTS,
-                         ids=[f"{m[0]}:{m[4][:24]}:{i}" for i, m in enumerate(MUTANTS)])
+@pytest.mark.parametrize(
+    "exercise, file, right, wrong, check, needs",
+    MUTANTS,
+    ids=[f"{m[0]}:{m[4][:24]}:{i}" for i, m in enumerate(MUTANTS)],
+)
 def test_plausible_wrong_answer_fails_the_check_meant_for_it(solved, exercise, file, right, wrong, check, needs):
     if needs == "cuda" and not HAS_CUDA:
         pytest.skip("this wrong answer is only wrong on a GPU (bandwidth or timing): needs a CUDA GPU")
@@ -159,8 +375,13 @@ HINTED = [
     ("ex7_warp_sum", "ex7_warp_sum/ex7_warp_sum.h", "offset > 0;", "offset > 1;", "one step early"),
     ("ex7_warp_sum", "ex7_warp_sum/ex7_warp_sum.h", "for (int offset = 16;", "for (int offset = 8;", "lanes 0..15"),
     ("ex8_block_sum", "ex8_block_sum/ex8_block_sum.h", "i < cols; i +=", "i < cols - 1; i +=", "last element"),
-    ("ex4_elu_backward", "ex4_elu_backward/ex4_elu_backward.h", "x[i] > T(0) ? grad_out[i]",
-     "x[i] >= T(0) ? grad_out[i]", "x == 0"),
+    (
+        "ex4_elu_backward",
+        "ex4_elu_backward/ex4_elu_backward.h",
+        "x[i] > T(0) ? grad_out[i]",
+        "x[i] >= T(0) ? grad_out[i]",
+        "x == 0",
+    ),
 ]
 
 
@@ -190,11 +411,26 @@ def test_grades_a_class_and_writes_json(tmp_path, solved):
 
     for student, source in [("alice", solved[0]), ("bob", ROOT)]:
         for part in ("kernels", "exercises"):
-            shutil.copytree(source / part, tmp_path / "class" / student / part,
-                            ignore=shutil.ignore_patterns("__pycache__"))
-    r = subprocess.run([sys.executable, "-m", "kit.grade", "ex1_add2_tail", "--class", str(tmp_path / "class"),
-                        "--json", str(tmp_path / "grades.json")], capture_output=True, text=True, cwd=ROOT,
-                       env={**__import__("os").environ, "PYTHONPATH": str(ROOT)}, timeout=600)
+            shutil.copytree(
+                source / part, tmp_path / "class" / student / part, ignore=shutil.ignore_patterns("__pycache__")
+            )
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kit.grade",
+            "ex1_add2_tail",
+            "--class",
+            str(tmp_path / "class"),
+            "--json",
+            str(tmp_path / "grades.json"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**__import__("os").environ, "PYTHONPATH": str(ROOT)},
+        timeout=600,
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     book = json.loads((tmp_path / "grades.json").read_text())
     assert book["alice"][0]["passed"] is True

@@ -11,6 +11,7 @@ fail. Every result is checked against PyTorch's own computation here.
 Per student it records the time to start, build, rebuild and the peak resident memory of their server's process
 tree (server, kernels, compilers), printed and written to class.json in the test's folder. Everything the hub
 started is stopped at the end, and the test fails if any of it is left running."""
+
 import json
 import os
 import re
@@ -27,8 +28,10 @@ import torch
 from conftest import ROOT
 
 pytest.importorskip("jupyterhub", reason="needs JupyterHub (pip install jupyterhub; in requirements.txt)")
-pytest.importorskip("configurable_http_proxy", reason="needs the Python configurable-http-proxy (pip install "
-                                                      "configurable-http-proxy; in requirements.txt)")
+pytest.importorskip(
+    "configurable_http_proxy",
+    reason="needs the Python configurable-http-proxy (pip install configurable-http-proxy; in requirements.txt)",
+)
 psutil = pytest.importorskip("psutil", reason="needs psutil (in requirements.txt)")
 requests = pytest.importorskip("requests")
 websocket = pytest.importorskip("websocket", reason="needs websocket-client (comes with jupyter_server)")
@@ -40,8 +43,10 @@ SOLVE_EX1 = {"ada", "bo"}  # they solve exercise 1; the others leave its stub
 CPU_KERNEL = "kit/kernels/add2/add2_cpu.cpp"
 EX1_STUB = "kit/exercises/ex1_add2_tail/ex1_add2_tail.h"
 INPUTS = "a = torch.arange(1000, dtype=torch.float32) / 8; b = torch.linspace(-3, 3, 1000)"
-CALL = ("t = time.perf_counter(); c = ops.add2(a, b); s = time.perf_counter() - t\n"
-        "print(json.dumps({'c': c.tolist(), 's': s}))")
+CALL = (
+    "t = time.perf_counter(); c = ops.add2(a, b); s = time.perf_counter() - t\n"
+    "print(json.dumps({'c': c.tolist(), 's': s}))"
+)
 
 
 def _free_port():
@@ -127,11 +132,23 @@ def hub(tmp_path):
     (state / "students").write_text("\n".join(STUDENTS) + "\n")
     port = _free_port()
     password = secrets.token_urlsafe(12)
-    env = {**os.environ, "LABKIT_HUB_STATE": str(state), "LABKIT_STUDENTS": str(state / "students"),
-           "LABKIT_HUB_PASSWORD": password}
-    cmd = [sys.executable, "-m", "jupyterhub", "-f", str(ROOT / "hub" / "jupyterhub_config.py"), "--ip=127.0.0.1",
-           f"--port={port}", f"--JupyterHub.hub_port={_free_port()}",
-           f"--ConfigurableHTTPProxy.api_url=http://127.0.0.1:{_free_port()}"]
+    env = {
+        **os.environ,
+        "LABKIT_HUB_STATE": str(state),
+        "LABKIT_STUDENTS": str(state / "students"),
+        "LABKIT_HUB_PASSWORD": password,
+    }
+    cmd = [
+        sys.executable,
+        "-m",
+        "jupyterhub",
+        "-f",
+        str(ROOT / "hub" / "jupyterhub_config.py"),
+        "--ip=127.0.0.1",
+        f"--port={port}",
+        f"--JupyterHub.hub_port={_free_port()}",
+        f"--ConfigurableHTTPProxy.api_url=http://127.0.0.1:{_free_port()}",
+    ]
     log = open(tmp_path / "hub.log", "w")
     proc = subprocess.Popen(cmd, cwd=state, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     running = Hub(proc, f"http://127.0.0.1:{port}", state)
@@ -152,8 +169,9 @@ def hub(tmp_path):
         killed = running.stop()
         log.close()
         # shown where the test fails (pytest shows a test's stderr then)
-        print(f"hub log ({tmp_path / 'hub.log'}), its end:\n{(tmp_path / 'hub.log').read_text()[-5000:]}",
-              file=sys.stderr)
+        print(
+            f"hub log ({tmp_path / 'hub.log'}), its end:\n{(tmp_path / 'hub.log').read_text()[-5000:]}", file=sys.stderr
+        )
         assert not killed, f"still running after the hub stopped, killed: {[p.pid for p in killed]}"
 
 
@@ -171,9 +189,17 @@ class Kernel:
         self.ws = websocket.create_connection(url, header=[f"Authorization: token {self.student.token}"], timeout=60)
 
     def send(self, code):
-        msg = self.session.msg("execute_request", {"code": code, "silent": False, "store_history": False,
-                                                   "user_expressions": {}, "allow_stdin": False,
-                                                   "stop_on_error": True})
+        msg = self.session.msg(
+            "execute_request",
+            {
+                "code": code,
+                "silent": False,
+                "store_history": False,
+                "user_expressions": {},
+                "allow_stdin": False,
+                "stop_on_error": True,
+            },
+        )
         msg["channel"] = "shell"
         self.ws.send(json.dumps(msg, default=json_default))
         return msg["header"]["msg_id"]
@@ -229,8 +255,10 @@ class Kernel:
                 while time.time() < asked + 2:
                     self.ws.settimeout(max(0.1, asked + 2 - time.time()))
                     m = json.loads(self.ws.recv())
-                    if m["msg_type"] == "kernel_info_reply" and \
-                            m["parent_header"].get("msg_id") == msg["header"]["msg_id"]:
+                    if (
+                        m["msg_type"] == "kernel_info_reply"
+                        and m["parent_header"].get("msg_id") == msg["header"]["msg_id"]
+                    ):
                         return
             except websocket.WebSocketTimeoutException:
                 pass
@@ -251,8 +279,11 @@ class Student:
 
     def log_in_and_start(self):
         t0 = time.perf_counter()
-        r = requests.post(f"{self.hub.url}/hub/api/users/{self.name}/tokens", timeout=60,
-                          json={"auth": {"username": self.name, "password": self.hub.password}, "note": "test"})
+        r = requests.post(
+            f"{self.hub.url}/hub/api/users/{self.name}/tokens",
+            timeout=60,
+            json={"auth": {"username": self.name, "password": self.hub.password}, "note": "test"},
+        )
         assert r.status_code == 201, f"{self.name} could not log in: {r.status_code} {r.text}"
         self.token = r.json()["token"]
         self.api("post", f"/users/{self.name}/server", hub=True)
@@ -268,10 +299,14 @@ class Student:
         t0 = time.perf_counter()
         kid = self.api("post", "/api/kernels", json={"name": "python3", "path": "kit/notebooks"}).json()["id"]
         self.kernel = Kernel(self, kid)
-        out = self.kernel.run("import json, os, time, resource, torch, loader\nfrom loader import ops\n" + INPUTS +
-                              "\nprint(json.dumps({'root': str(loader.ROOT), 'build': str(ops.add2.build_dir()), "
-                              "'server': os.getppid(), 'pid': os.getpid(), 'max_jobs': os.environ.get('MAX_JOBS'), "
-                              "'mem': resource.getrlimit(resource.RLIMIT_DATA)[0]}))", timeout=120)
+        out = self.kernel.run(
+            "import json, os, time, resource, torch, loader\nfrom loader import ops\n"
+            + INPUTS
+            + "\nprint(json.dumps({'root': str(loader.ROOT), 'build': str(ops.add2.build_dir()), "
+            "'server': os.getppid(), 'pid': os.getpid(), 'max_jobs': os.environ.get('MAX_JOBS'), "
+            "'mem': resource.getrlimit(resource.RLIMIT_DATA)[0]}))",
+            timeout=120,
+        )
         self.times["start a kernel, import torch"] = time.perf_counter() - t0
         return json.loads(out.strip().splitlines()[-1])
 
@@ -279,8 +314,9 @@ class Student:
         """The file changed through the contents API, as JupyterLab's editor saves it."""
         src = self.api("get", f"/api/contents/{path}", params={"type": "file", "format": "text"}).json()["content"]
         assert src.count(old) == 1, f"{path} of {self.name}: {old!r} not found once"
-        self.api("put", f"/api/contents/{path}", json={"type": "file", "format": "text",
-                                                       "content": src.replace(old, new)})
+        self.api(
+            "put", f"/api/contents/{path}", json={"type": "file", "format": "text", "content": src.replace(old, new)}
+        )
 
     def walk(self):
         """Log in, start, build add2, edit add2_cpu.cpp to a + k*b, see the new result."""
@@ -319,8 +355,9 @@ def test_a_class_on_one_hub(hub, tmp_path):
         torch.testing.assert_close(c, _expected(s.k), msg=f"{s.name}'s add2 after everyone's edits")
     assert len({s.info["build"] for s in students}) == len(students), "students share a build folder"
     assert len({s.server.pid for s in students}) == len(students)
-    assert "load(a[i]) + load(b[i])" in (ROOT / "kernels" / "add2" / "add2_cpu.cpp").read_text(), \
+    assert "load(a[i]) + load(b[i])" in (ROOT / "kernels" / "add2" / "add2_cpu.cpp").read_text(), (
         "a student's edit reached the instructor's kit"
+    )
 
     # one student's kernel aborts, another's loops forever, a third allocates past its limit: only they notice
     ada, bo, cy, di = students
@@ -349,10 +386,25 @@ def test_a_class_on_one_hub(hub, tmp_path):
         if s.name in SOLVE_EX1:
             s.edit(EX1_STUB, "int64_t n) {\n}", "int64_t n) {\n    if (i < n) c[i] = a[i] + b[i];\n}")
     t_grade = time.perf_counter()
-    r = subprocess.run([sys.executable, "-m", "hub.collect", "ex1_add2_tail", "--homes", str(hub.state / "homes"),
-                        "--to", str(tmp_path / "submissions"), "--json", str(tmp_path / "grades.json")],
-                       cwd=ROOT, capture_output=True, text=True, timeout=400,
-                       env={**os.environ, "PYTHONPATH": str(ROOT), "MAX_JOBS": "2"})
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "hub.collect",
+            "ex1_add2_tail",
+            "--homes",
+            str(hub.state / "homes"),
+            "--to",
+            str(tmp_path / "submissions"),
+            "--json",
+            str(tmp_path / "grades.json"),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=400,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "MAX_JOBS": "2"},
+    )
     graded = time.perf_counter() - t_grade
     assert r.returncode == 0, r.stdout + r.stderr
     book = json.loads((tmp_path / "grades.json").read_text())
@@ -364,10 +416,18 @@ def test_a_class_on_one_hub(hub, tmp_path):
         row = next(line for line in r.stdout.splitlines() if line.startswith(s.name + " "))
         assert ("PASS" if s.name in SOLVE_EX1 else "FAIL") in row, r.stdout
 
-    record = {"students": {s.name: {**{k: round(v, 2) for k, v in s.times.items()},
-                                    "peak RSS of the server's process tree (MB)": round(hub.peak[s.name] / 1e6),
-                                    "MAX_JOBS": int(s.info["max_jobs"])} for s in students},
-              "the whole class's walk (s)": round(walked, 1), "grading the class (s)": round(graded, 1),
-              "cores": os.cpu_count()}
+    record = {
+        "students": {
+            s.name: {
+                **{k: round(v, 2) for k, v in s.times.items()},
+                "peak RSS of the server's process tree (MB)": round(hub.peak[s.name] / 1e6),
+                "MAX_JOBS": int(s.info["max_jobs"]),
+            }
+            for s in students
+        },
+        "the whole class's walk (s)": round(walked, 1),
+        "grading the class (s)": round(graded, 1),
+        "cores": os.cpu_count(),
+    }
     (tmp_path / "class.json").write_text(json.dumps(record, indent=1) + "\n")
     print(f"class on one hub ({tmp_path / 'class.json'}): {json.dumps(record, indent=1)}\n{r.stdout}", file=sys.stderr)

@@ -1,18 +1,22 @@
 """Each student's share of a class server (hub/limits.py): compile jobs, threads, memory per process."""
+
 import pytest
 
 from hub.limits import GiB, JOB_BYTES, MIN_PROCESS_BYTES, for_class, max_jobs, memory_limit, threads
 
 
-@pytest.mark.parametrize("cores, mem, students, jobs", [
-    (16, 100 * GiB, 1, 16),  # alone on the server: every core
-    (16, 100 * GiB, 4, 4),  # four students: a quarter of the cores each
-    (16, 100 * GiB, 12, 1),  # more students than jobs to go round: one each, never 0
-    (16, 100 * GiB, 30, 1),
-    (64, 12 * GiB, 4, 2),  # cores to spare, memory short: 4 students * 2 jobs * 1.5 GiB fit in 12 GiB, 3 would not
-    (2, 24 * GiB, 4, 1),  # this CI machine's size and the test's class
-    (8, 0, 4, 1),  # memory unknown (no /proc/meminfo): still one job
-])
+@pytest.mark.parametrize(
+    "cores, mem, students, jobs",
+    [
+        (16, 100 * GiB, 1, 16),  # alone on the server: every core
+        (16, 100 * GiB, 4, 4),  # four students: a quarter of the cores each
+        (16, 100 * GiB, 12, 1),  # more students than jobs to go round: one each, never 0
+        (16, 100 * GiB, 30, 1),
+        (64, 12 * GiB, 4, 2),  # cores to spare, memory short: 4 students * 2 jobs * 1.5 GiB fit in 12 GiB, 3 would not
+        (2, 24 * GiB, 4, 1),  # this CI machine's size and the test's class
+        (8, 0, 4, 1),  # memory unknown (no /proc/meminfo): still one job
+    ],
+)
 def test_max_jobs_is_a_share_of_cores_and_memory_and_at_least_one(cores, mem, students, jobs):
     assert max_jobs(cores, mem, students) == jobs
 

@@ -8,6 +8,7 @@
     student's code runs only in their own server (grading, in child processes of `python -m kit.grade`)
 
 Read from the sources (ast), so a new import that runs the wrong way fails here, whoever adds it."""
+
 import ast
 import json
 
@@ -20,8 +21,13 @@ def _source(path):
     if path.suffix != ".ipynb":
         return path.read_text()
     cells = json.loads(path.read_text())["cells"]
-    return "\n".join(ln for c in cells if c["cell_type"] == "code" for ln in "".join(c["source"]).splitlines()
-                     if not ln.lstrip().startswith(("!", "%")))
+    return "\n".join(
+        ln
+        for c in cells
+        if c["cell_type"] == "code"
+        for ln in "".join(c["source"]).splitlines()
+        if not ln.lstrip().startswith(("!", "%"))
+    )
 
 
 def kit_modules(path):
@@ -58,8 +64,11 @@ def test_the_loader_imports_building_only():
     assert "kit" not in imported(ROOT / "loader.py")
 
 
-@pytest.mark.parametrize("path", sorted([*(ROOT / "kernels").glob("*/op.py"), *(ROOT / "exercises").glob("*/op.py")]),
-                         ids=lambda p: p.parent.name)
+@pytest.mark.parametrize(
+    "path",
+    sorted([*(ROOT / "kernels").glob("*/op.py"), *(ROOT / "exercises").glob("*/op.py")]),
+    ids=lambda p: p.parent.name,
+)
 def test_an_ops_python_face_imports_torch_alone(path):
     assert imported(path) <= {"torch", "math", "functools"}, f"{path} imports {imported(path)}"
 
@@ -70,8 +79,11 @@ def test_the_hub_imports_none_of_the_kit(path):
     assert not imported(path) & kit, f"hub/{path.name} imports {imported(path) & kit}"
 
 
-@pytest.mark.parametrize("path", sorted([ROOT / "loader.py", *(ROOT / "building").glob("*.py"),
-                                         *(ROOT / "kit").rglob("*.py")]), ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "path",
+    sorted([ROOT / "loader.py", *(ROOT / "building").glob("*.py"), *(ROOT / "kit").rglob("*.py")]),
+    ids=lambda p: p.name,
+)
 def test_nothing_of_the_kit_imports_the_hub(path):
     assert "hub" not in imported(path), f"{path.name} imports hub/"
 
@@ -84,9 +96,16 @@ LESSON_MODULES = {
 }
 
 
-@pytest.mark.parametrize("path", sorted(p for pattern in ("*.py", "*/*.py", "*/*/*.py", "notebooks/*.ipynb")
-                                        for p in ROOT.glob(pattern) if ".venv" not in p.parts and
-                                        "results" not in p.parts), ids=lambda p: str(p.relative_to(ROOT)))
+@pytest.mark.parametrize(
+    "path",
+    sorted(
+        p
+        for pattern in ("*.py", "*/*.py", "*/*/*.py", "notebooks/*.ipynb")
+        for p in ROOT.glob(pattern)
+        if ".venv" not in p.parts and "results" not in p.parts
+    ),
+    ids=lambda p: str(p.relative_to(ROOT)),
+)
 def test_a_lessons_module_is_imported_by_that_lesson_alone(path):
     wrong = {m for m in kit_modules(path) & set(LESSON_MODULES) if path.name not in LESSON_MODULES[m]}
     assert not wrong, f"{path.relative_to(ROOT)} imports kit.{', kit.'.join(sorted(wrong))}, another lesson's module"

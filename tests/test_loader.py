@@ -1,4 +1,5 @@
 """The loader: cheap import, live rebuild of only what changed, short compile errors, build locks, CUDA compiles."""
+
 import fcntl
 import json
 import os
@@ -84,8 +85,11 @@ def test_live_rebuild_recompiles_only_the_edited_file(kit_copy, capsys):
     print(f"CPU kernel edit -> new result in {rebuild:.2f} s", file=sys.stderr)
 
     # a header: cpp_extension.load alone misses these and silently runs the old code
-    edit(kit_copy / "kernels/common/cpu_half.h", "inline float load(float x) { return x; }",
-          "inline float load(float x) { return -x; }")
+    edit(
+        kit_copy / "kernels/common/cpu_half.h",
+        "inline float load(float x) { return x; }",
+        "inline float load(float x) { return -x; }",
+    )
     assert torch.equal(lab.add2(a, b), -a - 10 * b)
     assert _compiled(capsys) == ["add2_cpu.cpp"]
 
@@ -103,8 +107,11 @@ def test_editing_op_py_reloads_the_python_face(kit_copy):
     lab = Ops(kit_copy / "kernels", build_dir=kit_copy / "build")
     a = torch.ones(3)
     lab.add2(a, a)
-    edit(kit_copy / "kernels/add2/op.py", '            return labkit.add2.default(a, b)',
-          '            return labkit.add2.default(a, b) * 100')
+    edit(
+        kit_copy / "kernels/add2/op.py",
+        "            return labkit.add2.default(a, b)",
+        "            return labkit.add2.default(a, b) * 100",
+    )
     assert torch.equal(lab.add2(a, a), 200 * a)
     ops.add2(a, a)  # take the op back for the other tests
 
@@ -138,13 +145,19 @@ def _build_in_subprocess(kit, extra="", env=None):
     code = textwrap.dedent(f"""
         import torch
         from loader import Ops
-        lab = Ops({str(kit / 'kernels')!r}, build_dir={str(kit / 'build')!r})
+        lab = Ops({str(kit / "kernels")!r}, build_dir={str(kit / "build")!r})
         {extra}
         a = torch.arange(4.0)
         print("result", lab.add2(a, a).tolist(), flush=True)
     """)
-    return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, start_new_session=True, env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})})
+    return subprocess.Popen(
+        [sys.executable, "-c", code],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
+    )
 
 
 def _lock_path(kit):
@@ -179,14 +192,23 @@ def test_stale_lock_of_a_killed_build_is_recovered(kit_copy):
 
 def test_a_live_build_is_waited_for_with_a_message(kit_copy):
     """Another process holds the op's build lock: the loader says whom it waits for, waits, then builds."""
-    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(f"""
         import fcntl, os, time, pathlib
         from loader import Ops
-        op = Ops({str(kit_copy / 'kernels')!r}, build_dir={str(kit_copy / 'build')!r}).add2
+        op = Ops({str(kit_copy / "kernels")!r}, build_dir={str(kit_copy / "build")!r}).add2
         d = op.build_dir(); d.mkdir(parents=True)
         f = open(d.parent / "add2.buildlock", "a+"); fcntl.flock(f, fcntl.LOCK_EX)
         f.write(str(os.getpid())); f.flush(); print("holding", flush=True); time.sleep(300)
-    """)], stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    """),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     assert holder.stdout.readline().strip() == "holding"
     p = _build_in_subprocess(kit_copy)
     seen = []
@@ -217,6 +239,7 @@ def _can_compile_cuda():
     if not torch.version.cuda:
         return "torch is a CPU-only build"
     from building.doctor import nvcc_version
+
     nvcc, ver = nvcc_version(loader.cpp_extension().CUDA_HOME)
     if not nvcc or not ver:
         return "no nvcc"
@@ -236,8 +259,10 @@ def test_every_op_compiles_for_cuda(op, tmp_path):
     exercises' stubs too. Without a GPU for sm_90a, Hopper's own target, so that the wgmma kernels compile too."""
     arch = os.environ.get("TORCH_CUDA_ARCH_LIST") or ("" if HAS_CUDA else "9.0a")
     where = "" if op in OP_NAMES else ", kernels_dir=loader.EXERCISES, common=loader.COMMON"
-    r = run_python(f"import loader; print(loader.build({op!r}, cuda=True{where}))",
-                   env={"LABKIT_BUILD_DIR": str(tmp_path), **({"TORCH_CUDA_ARCH_LIST": arch} if arch else {})})
+    r = run_python(
+        f"import loader; print(loader.build({op!r}, cuda=True{where}))",
+        env={"LABKIT_BUILD_DIR": str(tmp_path), **({"TORCH_CUDA_ARCH_LIST": arch} if arch else {})},
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     build_dir = Path(r.stdout.strip().splitlines()[-1])
     assert list(build_dir.glob("*.cuda.o")), "no .cu file was compiled"
@@ -247,13 +272,16 @@ def test_every_op_compiles_for_cuda(op, tmp_path):
 @pytest.mark.skipif(_can_compile_cuda() is not None, reason=f"cannot compile CUDA here: {_can_compile_cuda()}")
 def test_nvcc_error_is_short_and_precise(kit_copy):
     edit(kit_copy / "kernels/add2/add2.cu", "c[i] = a[i] + b[i];", "c[i] = a[i] + b[i] + oops;")
-    r = run_python(textwrap.dedent(f"""
+    r = run_python(
+        textwrap.dedent(f"""
         import loader
         try:
-            loader.build("add2", cuda=True, kernels_dir={str(kit_copy / 'kernels')!r}, build_dir={str(kit_copy / 'build')!r})
+            loader.build("add2", cuda=True, kernels_dir={str(kit_copy / "kernels")!r}, build_dir={str(kit_copy / "build")!r})
         except loader.CompileError as e:
             print("FILE", e.file, "LINE", e.line); print(e)
-    """), env={"TORCH_CUDA_ARCH_LIST": os.environ.get("TORCH_CUDA_ARCH_LIST") or "9.0"})
+    """),
+        env={"TORCH_CUDA_ARCH_LIST": os.environ.get("TORCH_CUDA_ARCH_LIST") or "9.0"},
+    )
     assert "FILE" in r.stdout, r.stdout + r.stderr
     assert re.search(r"FILE \S*add2\.cu LINE \d+", r.stdout)
     assert 'identifier "oops" is undefined' in r.stdout
@@ -261,8 +289,14 @@ def test_nvcc_error_is_short_and_precise(kit_copy):
 
 
 def test_doctor_runs():
-    r = subprocess.run([sys.executable, "-m", "loader", "doctor"], capture_output=True, text=True, cwd=ROOT,
-                       env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-m", "loader", "doctor"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=120,
+    )
     assert r.returncode in (0, 1), r.stderr
     assert f"torch {torch.__version__}" in r.stdout
     assert "build cache:" in r.stdout and "ops build for:" in r.stdout
@@ -279,14 +313,17 @@ def test_a_compiler_with_a_private_cxx_runtime_is_detected_and_avoided(tmp_path)
     wrapper.chmod(0o755)
     assert links_shared_cxx_runtime("c++") is True
     assert links_shared_cxx_runtime(str(wrapper)) is False
-    r = run_python(textwrap.dedent("""
+    r = run_python(
+        textwrap.dedent("""
         import torch
         from loader import ops
         try:
             ops.add2(torch.ones(3), torch.ones(4))
         except ValueError as e:
             print("caught:", e)
-    """), env={"CXX": str(wrapper), "LABKIT_BUILD_DIR": str(tmp_path / "b"), "LABKIT_CUDA": "0"})
+    """),
+        env={"CXX": str(wrapper), "LABKIT_BUILD_DIR": str(tmp_path / "b"), "LABKIT_CUDA": "0"},
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     assert "links a private static C++ runtime" in r.stderr
     assert "caught: add2: a and b must have the same shape" in r.stdout
@@ -298,7 +335,11 @@ def test_op_flags_from_op_py_reach_the_compiler(kit_copy):
     lab.add2(a, a)
     with open(kit_copy / "kernels/add2/op.py", "a") as f:
         f.write('\nCXX_FLAGS = ["-DLABKIT_TEST_FLAG=1"]\n')
-    edit(kit_copy / "kernels/add2/add2_cpu.cpp", "load(a[i]) + load(b[i])", "load(a[i]) + LABKIT_TEST_FLAG * 7 * load(b[i])")
+    edit(
+        kit_copy / "kernels/add2/add2_cpu.cpp",
+        "load(a[i]) + load(b[i])",
+        "load(a[i]) + LABKIT_TEST_FLAG * 7 * load(b[i])",
+    )
     assert torch.equal(lab.add2(a, a), 8 * a)
     assert "-DLABKIT_TEST_FLAG=1" in next((kit_copy / "build").glob("*/add2/build.ninja")).read_text()
     ops.add2(a, a)
@@ -337,8 +378,14 @@ def test_a_compile_error_shows_in_ipython_without_the_loaders_frames(capsys):
     from IPython.core.interactiveshell import InteractiveShell
 
     shell = InteractiveShell.instance()
-    error = CompileError("add2", "/k/add2/add2_cpu.cpp", 10, "'oops' was not declared in this scope",
-                         "    for (int64_t i = 0; i < n; i++) store(&c[i], load(a[i]) + oops);", Path("/b/log"))
+    error = CompileError(
+        "add2",
+        "/k/add2/add2_cpu.cpp",
+        10,
+        "'oops' was not declared in this scope",
+        "    for (int64_t i = 0; i < n; i++) store(&c[i], load(a[i]) + oops);",
+        Path("/b/log"),
+    )
     try:
         raise error
     except CompileError:

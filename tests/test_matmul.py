@@ -1,6 +1,7 @@
 """ops.matmul against torch.matmul of float64 copies (of the same values): every dtype, awkward shapes (1, 7, 33, 127,
 129, 257, 1000 and empty ones), transposed views, bad input, gradients, opcheck, torch.compile; on a GPU also every
 one of the lesson's versions, the current stream, and compute-sanitizer's memcheck and racecheck."""
+
 import pytest
 import torch
 from conftest import DEVICES, assert_sanitizer_clean
@@ -9,19 +10,47 @@ from kit import resources
 from loader import ops
 
 DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
-ACC_EPS = {torch.float32: 2.0 ** -24, torch.float16: 2.0 ** -24, torch.bfloat16: 2.0 ** -24, torch.float64: 2.0 ** -53}
-OUT_EPS = {torch.float32: 0.0, torch.float16: 2.0 ** -11, torch.bfloat16: 2.0 ** -8, torch.float64: 0.0}
+ACC_EPS = {torch.float32: 2.0**-24, torch.float16: 2.0**-24, torch.bfloat16: 2.0**-24, torch.float64: 2.0**-53}
+OUT_EPS = {torch.float32: 0.0, torch.float16: 2.0**-11, torch.bfloat16: 2.0**-8, torch.float64: 0.0}
 # (M, N, K): ones, odd sizes around the tiles (32, 64, 128), K = 0 and empty outputs, and one large side
-SHAPES = [(1, 1, 1), (7, 7, 7), (1, 33, 7), (33, 1, 129), (7, 129, 33), (127, 33, 129), (129, 127, 1), (33, 257, 127),
-          (257, 7, 33), (1000, 7, 33), (7, 1000, 129), (33, 7, 1000), (5, 6, 0), (0, 7, 33), (7, 0, 33), (0, 0, 0)]
+SHAPES = [
+    (1, 1, 1),
+    (7, 7, 7),
+    (1, 33, 7),
+    (33, 1, 129),
+    (7, 129, 33),
+    (127, 33, 129),
+    (129, 127, 1),
+    (33, 257, 127),
+    (257, 7, 33),
+    (1000, 7, 33),
+    (7, 1000, 129),
+    (33, 7, 1000),
+    (5, 6, 0),
+    (0, 7, 33),
+    (7, 0, 33),
+    (0, 0, 0),
+]
 GPU_SHAPES = SHAPES + [(127, 129, 257), (257, 1000, 129), (1000, 1000, 1000), (129, 257, 1000), (1000, 33, 257)]
 F32_VERSIONS = ["naive", "coalesced", "smem", "reg1d", "reg2d", "vec"]
 HOPPER_VERSIONS = ["wgmma", "warpspec", "wide", "persistent", "tall"]
 # Single rows and columns, every edge of the 128 x 128, 128 x 256 and 256 x 128 tiles, K shorter than one 64-deep
 # slot and longer than the ring, 153 tiles of 128 x 256 (more than an H200's 132 SMs, so the persistent kernels'
 # blocks take a second tile), and K or N no multiple of 8 (TMA cannot read such rows: the binding pads a copy)
-HOPPER_SHAPES = [(1, 8, 8), (7, 64, 16), (129, 136, 72), (127, 264, 1000), (257, 520, 64), (1000, 1000, 1000),
-                 (300, 8, 4096), (2049, 2056, 72), (33, 2056, 520), (1, 1, 1), (33, 257, 130), (129, 131, 1000)]
+HOPPER_SHAPES = [
+    (1, 8, 8),
+    (7, 64, 16),
+    (129, 136, 72),
+    (127, 264, 1000),
+    (257, 520, 64),
+    (1000, 1000, 1000),
+    (300, 8, 4096),
+    (2049, 2056, 72),
+    (33, 2056, 520),
+    (1, 1, 1),
+    (33, 257, 130),
+    (129, 131, 1000),
+]
 
 
 def on_hopper():
@@ -65,27 +94,53 @@ def test_k_zero_gives_zeros(device, dtype):
 @pytest.mark.parametrize("device", DEVICES)
 def test_transposed_and_sliced_views(device):
     base_a, base_b = torch.randn(129, 70, device=device), torch.randn(70, 33, device=device)
-    for a, b in [(base_a.t()[:, :33], base_b.t()[:, :70]),
-                 (base_a[:, 1:34], base_b[1:34]),
-                 (base_a[::2, :70], base_b[:, ::2]),
-                 (base_a[1:, 1:], base_b[1:])]:
+    for a, b in [
+        (base_a.t()[:, :33], base_b.t()[:, :70]),
+        (base_a[:, 1:34], base_b[1:34]),
+        (base_a[::2, :70], base_b[:, ::2]),
+        (base_a[1:, 1:], base_b[1:]),
+    ]:
         assert not (a.is_contiguous() and b.is_contiguous()) or a.data_ptr() % 16 or b.data_ptr() % 16
         assert_matmul_close(ops.matmul(a, b), a, b)
 
 
-@pytest.mark.parametrize("a, b, error, match", [
-    (torch.ones(2, 3), torch.ones(4, 5), ValueError,
-     r"a's columns must match b's rows \(a is M x K, b is K x N\), but a has shape \[2, 3\] and b has shape \[4, 5\]"),
-    (torch.ones(3), torch.ones(3, 2), ValueError,
-     r"must be 2-D matrices, but a has shape \[3\] and b has shape \[3, 2\]"),
-    (torch.ones(2, 3, 4), torch.ones(4, 5), ValueError, r"a has shape \[2, 3, 4\] and b has shape \[4, 5\]"),
-    (torch.ones(2, 3), torch.ones(3), ValueError, r"b has shape \[3\]"),
-    (torch.ones(2, 3, dtype=torch.int64), torch.ones(3, 2, dtype=torch.int64), TypeError,
-     "a must be a floating-point tensor .* got Long"),
-    (torch.ones(2, 3), torch.ones(3, 2, dtype=torch.int32), TypeError, "b must be a floating-point tensor .* got Int"),
-    (torch.ones(2, 3), torch.ones(3, 2, dtype=torch.float64), TypeError,
-     "a and b must have the same dtype, but a is Float and b is Double"),
-])
+@pytest.mark.parametrize(
+    "a, b, error, match",
+    [
+        (
+            torch.ones(2, 3),
+            torch.ones(4, 5),
+            ValueError,
+            r"a's columns must match b's rows \(a is M x K, b is K x N\), but a has shape \[2, 3\] and b has shape \[4, 5\]",
+        ),
+        (
+            torch.ones(3),
+            torch.ones(3, 2),
+            ValueError,
+            r"must be 2-D matrices, but a has shape \[3\] and b has shape \[3, 2\]",
+        ),
+        (torch.ones(2, 3, 4), torch.ones(4, 5), ValueError, r"a has shape \[2, 3, 4\] and b has shape \[4, 5\]"),
+        (torch.ones(2, 3), torch.ones(3), ValueError, r"b has shape \[3\]"),
+        (
+            torch.ones(2, 3, dtype=torch.int64),
+            torch.ones(3, 2, dtype=torch.int64),
+            TypeError,
+            "a must be a floating-point tensor .* got Long",
+        ),
+        (
+            torch.ones(2, 3),
+            torch.ones(3, 2, dtype=torch.int32),
+            TypeError,
+            "b must be a floating-point tensor .* got Int",
+        ),
+        (
+            torch.ones(2, 3),
+            torch.ones(3, 2, dtype=torch.float64),
+            TypeError,
+            "a and b must have the same dtype, but a is Float and b is Double",
+        ),
+    ],
+)
 def test_bad_input_names_the_argument(a, b, error, match):
     with pytest.raises(error, match=match):
         ops.matmul(a, b)
@@ -99,8 +154,9 @@ def test_the_fake_kernel_checks_like_the_binding():
         ops.matmul(torch.ones(3, device="meta"), torch.ones(3, 2, device="meta"))
     with pytest.raises(RuntimeError, match="a must be a floating-point tensor"):
         ops.matmul(torch.ones(2, 3, dtype=torch.int64, device="meta"), torch.ones(3, 2, device="meta"))
-    out = ops.matmul(torch.ones(2, 3, device="meta", dtype=torch.bfloat16),
-                     torch.ones(3, 7, device="meta", dtype=torch.bfloat16))
+    out = ops.matmul(
+        torch.ones(2, 3, device="meta", dtype=torch.bfloat16), torch.ones(3, 7, device="meta", dtype=torch.bfloat16)
+    )
     assert out.shape == (2, 7) and out.dtype == torch.bfloat16
 
 
@@ -158,6 +214,7 @@ def test_torch_compile_fullgraph_forward_and_backward(device):
 # ---------------------------------------------------------------------------------------------------------------
 # GPU only
 
+
 @pytest.mark.cuda
 @pytest.mark.parametrize("version", F32_VERSIONS)
 @pytest.mark.parametrize("mnk", GPU_SHAPES, ids=str)
@@ -190,9 +247,12 @@ def test_versions_on_views_and_unaligned_starts(version):
     dtype = torch.bfloat16 if version == "wmma" else torch.float32
     base_a, base_b = _ab(300, 264, 130, dtype, "cuda")
     flat_a, flat_b = base_a.view(-1), base_b.view(-1)
-    for a, b in [(base_a[1:, 1:129], base_b[1:129, 3:]), (base_b.t()[:, :129], base_a.t()[:129]),
-                 (flat_a[1:1 + 64 * 128].view(64, 128), flat_b[:128 * 264].view(128, 264)),
-                 (flat_a[:64 * 128].view(64, 128), flat_b[1:1 + 128 * 264].view(128, 264))]:
+    for a, b in [
+        (base_a[1:, 1:129], base_b[1:129, 3:]),
+        (base_b.t()[:, :129], base_a.t()[:129]),
+        (flat_a[1 : 1 + 64 * 128].view(64, 128), flat_b[: 128 * 264].view(128, 264)),
+        (flat_a[: 64 * 128].view(64, 128), flat_b[1 : 1 + 128 * 264].view(128, 264)),
+    ]:
         assert_matmul_close(ops.matmul(a, b, version=version), a, b)
 
 
@@ -251,9 +311,12 @@ def test_hopper_versions_on_views_and_unaligned_starts(version):
     those rows, so the binding copies them into padded ones."""
     base_a, base_b = _ab(300, 264, 130, torch.bfloat16, "cuda")
     flat_a, flat_b = base_a.view(-1), base_b.view(-1)
-    for a, b in [(base_a[1:, 1:129], base_b[1:129, 3:]), (base_b.t()[:, :129], base_a.t()[:129]),
-                 (flat_a[1:1 + 64 * 128].view(64, 128), flat_b[:128 * 264].view(128, 264)),
-                 (flat_a[:64 * 128].view(64, 128), flat_b[1:1 + 128 * 264].view(128, 264))]:
+    for a, b in [
+        (base_a[1:, 1:129], base_b[1:129, 3:]),
+        (base_b.t()[:, :129], base_a.t()[:129]),
+        (flat_a[1 : 1 + 64 * 128].view(64, 128), flat_b[: 128 * 264].view(128, 264)),
+        (flat_a[: 64 * 128].view(64, 128), flat_b[1 : 1 + 128 * 264].view(128, 264)),
+    ]:
         assert_matmul_close(ops.matmul(a, b, version=version), a, b)
 
 
@@ -322,6 +385,7 @@ print("matmul-child-done")
 @pytest.mark.parametrize("check", ["memcheck", "racecheck"])
 def test_compute_sanitizer_finds_nothing(check):
     from loader import ops as built  # build in this process first: the child then only loads
+
     built.matmul(torch.ones(3, 3, device="cuda"), torch.ones(3, 3, device="cuda"))
     assert_sanitizer_clean(check, SANITIZE_CHILD, "matmul-child-done")
 
@@ -348,6 +412,8 @@ print("matmul-hopper-child-done")
 @pytest.mark.parametrize("check", ["memcheck", "racecheck", "synccheck"])
 def test_compute_sanitizer_finds_nothing_in_the_hopper_versions(check):
     from loader import ops as built
-    built.matmul(torch.ones(8, 8, device="cuda", dtype=torch.bfloat16), torch.ones(8, 8, device="cuda",
-                                                                                   dtype=torch.bfloat16))
+
+    built.matmul(
+        torch.ones(8, 8, device="cuda", dtype=torch.bfloat16), torch.ones(8, 8, device="cuda", dtype=torch.bfloat16)
+    )
     assert_sanitizer_clean(check, SANITIZE_HOPPER_CHILD, "matmul-hopper-child-done")

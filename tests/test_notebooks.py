@@ -1,4 +1,5 @@
 """Every notebook runs top to bottom (on a machine without a GPU too), and is committed with outputs stripped."""
+
 import json
 import os
 import sys
@@ -25,11 +26,16 @@ def kernel_name(tmp_path_factory):
     importable. Returns its name; JUPYTER_PATH points at it for the duration of the tests."""
     spec_dir = tmp_path_factory.mktemp("jupyter") / "kernels" / "labkit-test"
     spec_dir.mkdir(parents=True)
-    (spec_dir / "kernel.json").write_text(json.dumps({
-        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": "labkit tests", "language": "python",
-        "env": {"PYTHONPATH": os.pathsep.join([str(ROOT)] + sys.path[1:])},
-    }))
+    (spec_dir / "kernel.json").write_text(
+        json.dumps(
+            {
+                "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                "display_name": "labkit tests",
+                "language": "python",
+                "env": {"PYTHONPATH": os.pathsep.join([str(ROOT)] + sys.path[1:])},
+            }
+        )
+    )
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("JUPYTER_PATH", str(spec_dir.parent.parent), prepend=os.pathsep)
         yield "labkit-test"
@@ -40,8 +46,9 @@ def test_notebook_runs(path, kernel_name):
     from nbclient import NotebookClient
 
     nb = nbformat.read(path, as_version=4)
-    client = NotebookClient(nb, timeout=900, kernel_name=kernel_name,
-                            resources={"metadata": {"path": str(path.parent)}})
+    client = NotebookClient(
+        nb, timeout=900, kernel_name=kernel_name, resources={"metadata": {"path": str(path.parent)}}
+    )
     client.execute()  # raises CellExecutionError, with the cell and its traceback, if any cell fails
     out_dir = os.environ.get("LABKIT_EXECUTED_NOTEBOOKS")
     if out_dir:  # keep the executed copy (the GPU run records them)

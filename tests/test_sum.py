@@ -1,6 +1,7 @@
 """ops.sum against a float64 sum (PyTorch's, of the same values): every dtype, awkward sizes and shapes, views, empty
 tensors, bad input, gradients, opcheck, torch.compile; on a GPU also the lesson's versions 1-4, the same bits on every
 run, more than 2^31 elements, the current stream, and compute-sanitizer's memcheck and racecheck."""
+
 import math
 
 import pytest
@@ -14,8 +15,8 @@ DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
 # 0, 1, odd; around a 16-byte pack (2 doubles, 4 floats, 8 halves), a warp's 4 x 32 packs (the short-row path),
 # a block's worth, and sizes that split into many blocks with a ragged last slice
 SIZES = [0, 1, 3, 7, 8, 9, 31, 33, 255, 256, 257, 511, 512, 513, 1025, 4099, 65537, (1 << 20) + 3, 3 * (1 << 20) + 7]
-ACC_EPS = {torch.float32: 2.0 ** -24, torch.float16: 2.0 ** -24, torch.bfloat16: 2.0 ** -24, torch.float64: 2.0 ** -53}
-OUT_EPS = {torch.float32: 2.0 ** -24, torch.float16: 2.0 ** -11, torch.bfloat16: 2.0 ** -8, torch.float64: 2.0 ** -53}
+ACC_EPS = {torch.float32: 2.0**-24, torch.float16: 2.0**-24, torch.bfloat16: 2.0**-24, torch.float64: 2.0**-53}
+OUT_EPS = {torch.float32: 2.0**-24, torch.float16: 2.0**-11, torch.bfloat16: 2.0**-8, torch.float64: 2.0**-53}
 
 
 def assert_sum_close(got, x, dim=None):
@@ -46,8 +47,20 @@ def test_sum_of_every_element(device, dtype, n):
     assert_sum_close(ops.sum(x), x)
 
 
-ROW_SHAPES = [(5, 7), (3, 1), (1, 1), (2, 3, 129), (4, 4099), (6, 4096), (3, 100_003), (1, 1 << 20), (64, 1027),
-              (1000, 33), (9, 512), (2, 513)]
+ROW_SHAPES = [
+    (5, 7),
+    (3, 1),
+    (1, 1),
+    (2, 3, 129),
+    (4, 4099),
+    (6, 4096),
+    (3, 100_003),
+    (1, 1 << 20),
+    (64, 1027),
+    (1000, 33),
+    (9, 512),
+    (2, 513),
+]
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -118,9 +131,12 @@ def offset_errors(device, seed):
     rows = x.view(256, -1)
     exact_rows = rows.double().sum(-1)
     row_ulp = float32_ulp(exact_rows.abs().max().item())
-    return {"ours": abs(ops.sum(x).item() - exact) / ulp, "torch": abs(x.sum().item() - exact) / ulp,
-            "ours_rows": (ops.sum(rows, -1).double() - exact_rows).abs().max().item() / row_ulp,
-            "torch_rows": (rows.sum(-1).double() - exact_rows).abs().max().item() / row_ulp}
+    return {
+        "ours": abs(ops.sum(x).item() - exact) / ulp,
+        "torch": abs(x.sum().item() - exact) / ulp,
+        "ours_rows": (ops.sum(rows, -1).double() - exact_rows).abs().max().item() / row_ulp,
+        "torch_rows": (rows.sum(-1).double() - exact_rows).abs().max().item() / row_ulp,
+    }
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -140,14 +156,22 @@ def test_offset_data_is_as_accurate_as_torch_sum(device):
     assert mean["ours"] <= 2 * mean["torch"] and mean["ours_rows"] <= 2 * mean["torch_rows"], mean
 
 
-@pytest.mark.parametrize("x, dim, error, match", [
-    (torch.ones(3, dtype=torch.int64), None, TypeError, "x must be a floating-point tensor .* got Long"),
-    (torch.ones(3, dtype=torch.int32), -1, TypeError, "x must be a floating-point tensor .* got Int"),
-    (torch.ones(3, dtype=torch.bool), None, TypeError, "x must be a floating-point tensor .* got Bool"),
-    (torch.ones(3, 4), 0, IndexError, r"dim must be None \(every element\) or the last dimension \(-1 or 1\), but got dim=0"),
-    (torch.ones(2, 3, 4), 1, IndexError, "the last dimension .* got dim=1 for x of shape \\[2, 3, 4\\]"),
-    (torch.ones(3, 4), -2, IndexError, "got dim=-2"),
-])
+@pytest.mark.parametrize(
+    "x, dim, error, match",
+    [
+        (torch.ones(3, dtype=torch.int64), None, TypeError, "x must be a floating-point tensor .* got Long"),
+        (torch.ones(3, dtype=torch.int32), -1, TypeError, "x must be a floating-point tensor .* got Int"),
+        (torch.ones(3, dtype=torch.bool), None, TypeError, "x must be a floating-point tensor .* got Bool"),
+        (
+            torch.ones(3, 4),
+            0,
+            IndexError,
+            r"dim must be None \(every element\) or the last dimension \(-1 or 1\), but got dim=0",
+        ),
+        (torch.ones(2, 3, 4), 1, IndexError, "the last dimension .* got dim=1 for x of shape \\[2, 3, 4\\]"),
+        (torch.ones(3, 4), -2, IndexError, "got dim=-2"),
+    ],
+)
 def test_bad_input_names_the_argument(x, dim, error, match):
     with pytest.raises(error, match=match):
         ops.sum(x, dim)
@@ -175,9 +199,12 @@ def test_gradients(device):
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_opcheck(device):
-    for args in [(torch.randn(4, 37, device=device), None), (torch.randn(4, 37, device=device), -1),
-                 (torch.randn(4, 37, device=device, requires_grad=True), -1),
-                 (torch.randn(2, 3, 1000, device=device, dtype=torch.bfloat16), None)]:
+    for args in [
+        (torch.randn(4, 37, device=device), None),
+        (torch.randn(4, 37, device=device), -1),
+        (torch.randn(4, 37, device=device, requires_grad=True), -1),
+        (torch.randn(2, 3, 1000, device=device, dtype=torch.bfloat16), None),
+    ]:
         torch.library.opcheck(torch.ops.labkit.sum.default, args)
     if device == "cuda":
         torch.library.opcheck(torch.ops.labkit.sum_version.default, (torch.randn(1000, device=device), 4))
@@ -204,6 +231,7 @@ def test_torch_compile_fullgraph_forward_and_backward(device):
 # ---------------------------------------------------------------------------------------------------------------
 # GPU only
 
+
 @pytest.mark.cuda
 @pytest.mark.parametrize("version", ["atomic", "interleaved", "sequential", "warp"])
 @pytest.mark.parametrize("n", [1, 31, 255, 256, 257, 65535, 65536, 65537, (1 << 20) + 3])
@@ -211,7 +239,7 @@ def test_the_lessons_versions(version, n):
     x = torch.randn(n, device="cuda")
     got = ops.sum(x, version=version)
     # 1-4 add one element per thread in a tree of 256 per block (atomics: in any order): within n eps sum|x|
-    bound = n * 2.0 ** -24 * x.double().abs().sum().item() + 1e-30
+    bound = n * 2.0**-24 * x.double().abs().sum().item() + 1e-30
     assert abs(got.double().item() - x.double().sum().item()) <= bound
     assert ops.sum(torch.empty(0, device="cuda"), version=version).item() == 0
 
@@ -282,5 +310,6 @@ print("sum-child-done")
 @pytest.mark.parametrize("check", ["memcheck", "racecheck"])
 def test_compute_sanitizer_finds_nothing(check):
     from loader import ops as built  # build in this process first: the child then only loads
+
     built.sum(torch.ones(3, device="cuda"))
     assert_sanitizer_clean(check, SANITIZE_CHILD, "sum-child-done")

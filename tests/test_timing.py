@@ -7,6 +7,7 @@ On the GPU: a spin of known length (calibrated against the host clock, not again
 timer within 3% and by the right host timer within launch overhead, and the wrong host timers reading what the
 add2 tutorial (notebook 04) says they read.
 """
+
 import importlib.util
 import itertools
 import json
@@ -43,6 +44,7 @@ def load_run_py():
 # ----------------------------------------------------------------------------------------------
 # Statistics and bandwidth
 
+
 @pytest.mark.parametrize("n", [1, 2, 3, 4, 7, 10, 101])
 def test_quantiles_match_numpy(n):
     values = list(np.random.default_rng(n).exponential(size=n))
@@ -75,8 +77,13 @@ def test_bandwidth():
 
 
 def test_fmt_time():
-    assert [timing.fmt_time(s) for s in (521e-6, 68.23e-6, 1.25e-3, 2.0, 40e-9)] == \
-        ["521 us", "68.2 us", "1.25 ms", "2 s", "40 ns"]
+    assert [timing.fmt_time(s) for s in (521e-6, 68.23e-6, 1.25e-3, 2.0, 40e-9)] == [
+        "521 us",
+        "68.2 us",
+        "1.25 ms",
+        "2 s",
+        "40 ns",
+    ]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -93,13 +100,16 @@ def test_host_time_of_synchronous_work(sync):
     assert t.reps == 5
 
 
-@pytest.mark.parametrize("sync, expected", [
-    # warm-up (2 calls, no wait after it, as in the add2 tutorial), 2 timed calls, then the final wait outside the timing
-    ("both", "S F F | S F S | S F S | S"),
-    ("before", "S F F | S F | S F | S"),
-    ("after", "S F F | F S | F S | S"),
-    ("none", "S F F | F | F | S"),
-])
+@pytest.mark.parametrize(
+    "sync, expected",
+    [
+        # warm-up (2 calls, no wait after it, as in the add2 tutorial), 2 timed calls, then the final wait outside the timing
+        ("both", "S F F | S F S | S F S | S"),
+        ("before", "S F F | S F | S F | S"),
+        ("after", "S F F | F S | F S | S"),
+        ("none", "S F F | F | F | S"),
+    ],
+)
 def test_host_time_waits_where_the_mode_says(sync, expected):
     calls = []
     host_time(lambda: calls.append("F"), sync, warmup=2, reps=2, synchronize=lambda: calls.append("S"))
@@ -146,12 +156,17 @@ def test_toy_timeline_shows_which_kernels_each_timer_covers(toy):
     assert timeline.kernels_inside(s) == [0, 0, 0]
     assert {row for row, *_ in s} == {"timed (host)", "launch (host)", "sync (host)", "kernel (GPU)"}
     ax = timeline.draw_timeline(s, title="none")
-    assert [t.get_text() for t in ax.get_yticklabels()] == ["timed (host)", "launch (host)", "sync (host)",
-                                                           "kernel (GPU)"]
+    assert [t.get_text() for t in ax.get_yticklabels()] == [
+        "timed (host)",
+        "launch (host)",
+        "sync (host)",
+        "kernel (GPU)",
+    ]
 
 
 # ----------------------------------------------------------------------------------------------
 # device_time's logic, on a stand-in for torch.cuda (the real thing is tested on the GPU below)
+
 
 class FakeCuda:
     """Just enough of torch.cuda for device_time to run on the CPU. The "GPU" does each piece of work at once,
@@ -242,7 +257,7 @@ def test_device_time_brackets_only_fn_on_the_devices_stream(fake_cuda):
     assert ("device", 1) in fake_cuda.log
     assert [e for e in fake_cuda.log if e[0] == "fn"] == [("fn",)] * (1 + 5 + 2 + 5)  # first, trial, warm-up, timed
     rep = [("flush",), ("spin", 1), ("record", "stream of cuda:1"), ("fn",), ("record", "stream of cuda:1")]
-    timed = fake_cuda.log[-5 * len(rep):]
+    timed = fake_cuda.log[-5 * len(rep) :]
     assert timed == rep * 5
 
 
@@ -267,10 +282,18 @@ def test_side_by_side_takes_the_callables_in_turn(fake_cuda):
         def fn():
             order.append(name)
             time.sleep(seconds)
+
         return fn
 
-    t = timing.side_by_side({"a": sleeper("a", 1e-3), "b": sleeper("b", 3e-3)}, device=0, rounds=3,
-                            flush_l2=False, backlog=False, warmup=0, reps=4)
+    t = timing.side_by_side(
+        {"a": sleeper("a", 1e-3), "b": sleeper("b", 3e-3)},
+        device=0,
+        rounds=3,
+        flush_l2=False,
+        backlog=False,
+        warmup=0,
+        reps=4,
+    )
     assert t["a"].reps == t["b"].reps == 3 * 4
     assert [name for name, _ in itertools.groupby(order)] == ["a", "b"] * 3  # a's calls, then b's, three times
     assert 1e-3 <= t["a"].median < t["b"].median
@@ -278,6 +301,7 @@ def test_side_by_side_takes_the_callables_in_turn(fake_cuda):
 
 # ----------------------------------------------------------------------------------------------
 # Everything that can run on the CPU does; the GPU-only parts say why they cannot
+
 
 def test_benchmark_on_the_cpu_uses_the_host_timer():
     t = timing.benchmark(lambda: time.sleep(1e-3), "cpu", budget=0.02)
@@ -302,15 +326,19 @@ def test_device_time_refuses_a_cpu_device():
 
 
 @pytest.mark.skipif(HAS_CUDA, reason="checks the errors of a machine without a GPU")
-@pytest.mark.parametrize("call", [
-    lambda: timing.device_time(lambda: None),
-    lambda: timing.device_time(lambda: None, device="cuda:0"),
-    lambda: timing.spin_rate(),
-    lambda: timing.spin(1e-3),
-    lambda: timing.l2_flush_buffer(),
-    lambda: timing.time_copy(1000, "cuda"),
-    lambda: host_time(lambda: None, device="cuda"),
-], ids=["device_time", "device_time(cuda:0)", "spin_rate", "spin", "l2_flush_buffer", "time_copy", "host_time"])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: timing.device_time(lambda: None),
+        lambda: timing.device_time(lambda: None, device="cuda:0"),
+        lambda: timing.spin_rate(),
+        lambda: timing.spin(1e-3),
+        lambda: timing.l2_flush_buffer(),
+        lambda: timing.time_copy(1000, "cuda"),
+        lambda: host_time(lambda: None, device="cuda"),
+    ],
+    ids=["device_time", "device_time(cuda:0)", "spin_rate", "spin", "l2_flush_buffer", "time_copy", "host_time"],
+)
 def test_gpu_only_functions_say_they_need_a_gpu(call):
     with pytest.raises(NoGPUError, match="needs a CUDA GPU.*torch.cuda.is_available\\(\\) is False"):
         call()
@@ -319,17 +347,29 @@ def test_gpu_only_functions_say_they_need_a_gpu(call):
 def test_spans_from_a_gpu_trace():
     # a trace as torch.profiler exports it, times in microseconds; the profiler's own work before and after
     # host_time's run is left out
-    events = [("user_annotation", "host_time", 100, 400), ("user_annotation", "warm-up", 101, 10),
-              ("user_annotation", "timed #0", 120, 200), ("cuda_runtime", "cudaLaunchKernel", 121, 5),
-              ("cuda_runtime", "cudaDeviceSynchronize", 126, 190), ("kernel", "add2_vec_kernel", 130, 180),
-              ("cpu_op", "labkit::add2_out", 120, 8), ("cuda_runtime", "cudaDeviceSynchronize", 10, 5),
-              ("kernel", "profiler's own", 600, 5)]
-    trace = {"traceEvents": [{"ph": "X", "cat": c, "name": n, "ts": ts, "dur": d} for c, n, ts, d in events]
-             + [{"ph": "M", "name": "process_name"}]}
+    events = [
+        ("user_annotation", "host_time", 100, 400),
+        ("user_annotation", "warm-up", 101, 10),
+        ("user_annotation", "timed #0", 120, 200),
+        ("cuda_runtime", "cudaLaunchKernel", 121, 5),
+        ("cuda_runtime", "cudaDeviceSynchronize", 126, 190),
+        ("kernel", "add2_vec_kernel", 130, 180),
+        ("cpu_op", "labkit::add2_out", 120, 8),
+        ("cuda_runtime", "cudaDeviceSynchronize", 10, 5),
+        ("kernel", "profiler's own", 600, 5),
+    ]
+    trace = {
+        "traceEvents": [{"ph": "X", "cat": c, "name": n, "ts": ts, "dur": d} for c, n, ts, d in events]
+        + [{"ph": "M", "name": "process_name"}]
+    }
     spans = timeline.spans_from_trace(trace)
     assert [(row, label) for row, _, _, label in spans] == [
-        ("timed (host)", "warm-up"), ("timed (host)", "timed #0"), ("launch (host)", "cudaLaunchKernel"),
-        ("sync (host)", "cudaDeviceSynchronize"), ("kernel (GPU)", "add2_vec_kernel")]
+        ("timed (host)", "warm-up"),
+        ("timed (host)", "timed #0"),
+        ("launch (host)", "cudaLaunchKernel"),
+        ("sync (host)", "cudaDeviceSynchronize"),
+        ("kernel (GPU)", "add2_vec_kernel"),
+    ]
     assert spans[4][1:3] == pytest.approx([30e-6, 210e-6])  # seconds from host_time's start
     assert timeline.kernels_inside(spans) == [1]
 
@@ -345,9 +385,15 @@ def test_profile_timeline_of_cpu_work():
 # ----------------------------------------------------------------------------------------------
 # bench/run.py
 
+
 def test_bench_cpu_quick_writes_json_table_and_plots(tmp_path):
-    r = subprocess.run([sys.executable, "bench/run.py", "--cpu", "--quick", "--out", str(tmp_path)], cwd=ROOT,
-                       capture_output=True, text=True, timeout=600)
+    r = subprocess.run(
+        [sys.executable, "bench/run.py", "--cpu", "--quick", "--out", str(tmp_path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     result = json.loads((tmp_path / "bench.json").read_text())
     run = load_run_py()
@@ -365,7 +411,7 @@ def test_bench_cpu_quick_writes_json_table_and_plots(tmp_path):
     assert (tmp_path / "add2-forward-bfloat16.png").stat().st_size > 0
 
 
-FAKE_BENCH = '''
+FAKE_BENCH = """
 import time
 import torch
 
@@ -379,7 +425,7 @@ def run(bench):
     # a compute-bound op: TFLOP/s from flops, no copy beside it, a peak from bench.extra on its plot
     bench.measure("fakemm", "square", torch.float32, 64, "ours", lambda: time.sleep(0.001), 10**3, flops=2 * 10**9)
     bench.extra["fakemm"] = {"peak_tflops": {"float32": 5.0}}
-'''
+"""
 
 
 def test_bench_contract_with_a_module_of_its_own(tmp_path):
@@ -395,7 +441,9 @@ def test_bench_contract_with_a_module_of_its_own(tmp_path):
     result = json.loads((tmp_path / "out" / "bench.json").read_text())
     assert sorted({r["n"] for r in result["rows"] if r["op"] == "fake"}) == run.CPU_QUICK
     assert {(r["op"], r["dtype"], r["impl"]) for r in result["rows"] if r["op"] == "fake"} == {
-        ("fake", "float32", "ours"), ("fake", "float32", "torch")}
+        ("fake", "float32", "ours"),
+        ("fake", "float32", "torch"),
+    }
     [mm] = [r for r in result["rows"] if r["op"] == "fakemm"]
     assert 0.5 < mm["tflops"] <= 2 and mm["tflops"] == pytest.approx(2e9 / mm["median_s"] / 1e12)  # 2 GFLOP in >= 1 ms
     assert 10**3 not in {c["nbytes"] for c in result["copy"]}  # no copy for a compute-bound row
@@ -405,19 +453,30 @@ def test_bench_contract_with_a_module_of_its_own(tmp_path):
     assert "broken on purpose" in result["errors"][0]["error"]
     md = (tmp_path / "out" / "bench.md").read_text()
     assert "**PASS** fake x float32" in md and "**FAIL** fake x float32" in md and "bench_broken.py" in md
-    assert "| op | pass | dtype | n | ours TFLOP/s | torch TFLOP/s |" in md and "| fakemm | square | float32 | 64 |" in md
+    assert (
+        "| op | pass | dtype | n | ours TFLOP/s | torch TFLOP/s |" in md and "| fakemm | square | float32 | 64 |" in md
+    )
 
 
 def test_evaluate_bars():
     run = load_run_py()
-    bar = {"op": "add2", "pass": "forward", "dtype": "float32", "min_n": 1 << 24, "impl": "ours", "vs": "torch",
-           "at_least": 0.97}
+    bar = {
+        "op": "add2",
+        "pass": "forward",
+        "dtype": "float32",
+        "min_n": 1 << 24,
+        "impl": "ours",
+        "vs": "torch",
+        "at_least": 0.97,
+    }
 
     def rows(ratios):
         out = []
         for n, ratio in ratios.items():
-            out += [{"op": "add2", "pass": "forward", "dtype": "float32", "n": n, "impl": "torch", "gbps": 100.0},
-                    {"op": "add2", "pass": "forward", "dtype": "float32", "n": n, "impl": "ours", "gbps": 100 * ratio}]
+            out += [
+                {"op": "add2", "pass": "forward", "dtype": "float32", "n": n, "impl": "torch", "gbps": 100.0},
+                {"op": "add2", "pass": "forward", "dtype": "float32", "n": n, "impl": "ours", "gbps": 100 * ratio},
+            ]
         return out
 
     [(_, status, detail)] = run.evaluate_bars(rows({1 << 20: 0.5, 1 << 24: 0.99, 1 << 26: 0.98}), [bar], "cuda")
@@ -443,10 +502,13 @@ def test_evaluate_bars():
     assert "n = 2^24:" in run.bar_text(at_one)
 
 
-@pytest.mark.parametrize("sms, ghz, cc, float32, bfloat16", [
-    (108, 1.41, (8, 0), 19.5, 312),  # A100 SXM: NVIDIA's datasheet, float32 and dense bfloat16 TFLOP/s
-    (132, 1.98, (9, 0), 67, 989),  # H100 / H200 SXM (bfloat16 quoted at a lower clock than the boost: hence >=)
-])
+@pytest.mark.parametrize(
+    "sms, ghz, cc, float32, bfloat16",
+    [
+        (108, 1.41, (8, 0), 19.5, 312),  # A100 SXM: NVIDIA's datasheet, float32 and dense bfloat16 TFLOP/s
+        (132, 1.98, (9, 0), 67, 989),  # H100 / H200 SXM (bfloat16 quoted at a lower clock than the boost: hence >=)
+    ],
+)
 def test_matmul_peaks_match_the_datasheets(sms, ghz, cc, float32, bfloat16):
     load_run_py()  # puts bench/ on the path
     bench_matmul = importlib.import_module("bench_matmul")
@@ -454,8 +516,9 @@ def test_matmul_peaks_match_the_datasheets(sms, ghz, cc, float32, bfloat16):
     peaks = bench_matmul.peaks(props)
     assert peaks["float32"] == pytest.approx(float32, rel=0.01)
     assert 0.99 * bfloat16 <= peaks["bfloat16"] <= 1.1 * bfloat16
-    assert bench_matmul.peaks(types.SimpleNamespace(major=7, minor=5, multi_processor_count=40,
-                                                    clock_rate=1_590_000)) == {"float32": None, "bfloat16": None}
+    assert bench_matmul.peaks(
+        types.SimpleNamespace(major=7, minor=5, multi_processor_count=40, clock_rate=1_590_000)
+    ) == {"float32": None, "bfloat16": None}
 
 
 @pytest.mark.skipif(HAS_CUDA, reason="checks what happens on a machine without a GPU")
@@ -465,7 +528,9 @@ def test_bench_without_a_gpu_says_so_and_exits_0(capsys, tmp_path):
     out = capsys.readouterr().out
     assert "no CUDA GPU" in out
     calls = json.loads((tmp_path / "calls.json").read_text())["calls"]
-    assert {(r["op"], r["grad"]) for r in calls} == {(op, grad) for op in ("add2", "elu", "sum", "matmul") for grad in (False, True)}
+    assert {(r["op"], r["grad"]) for r in calls} == {
+        (op, grad) for op in ("add2", "elu", "sum", "matmul") for grad in (False, True)
+    }
     for r in calls:
         assert set(r["host_us"]) == {"ops", "registered", "torch"} and all(us > 0 for us in r["host_us"].values())
         assert f"per call, {r['op']}" in out and r["status"] in out
@@ -473,6 +538,7 @@ def test_bench_without_a_gpu_says_so_and_exits_0(capsys, tmp_path):
 
 # ----------------------------------------------------------------------------------------------
 # kit/record_timing.py
+
 
 @pytest.fixture(scope="module")
 def cpu_record(tmp_path_factory):
@@ -514,8 +580,9 @@ def test_result_reads_the_newest_recorded_gpu_result(tmp_path, monkeypatch, caps
     assert "no recorded GPU result is shipped" in capsys.readouterr().out
     for date, value in (("2026-01-01", "old"), ("2026-02-01", "new")):
         (tmp_path / f"{date}-nvidia-h200").mkdir()
-        (tmp_path / f"{date}-nvidia-h200" / "timing.json").write_text(json.dumps(
-            {"kind": "cuda", "device": "NVIDIA H200", "date": date, "torch": "2.11", "four_cases": value}))
+        (tmp_path / f"{date}-nvidia-h200" / "timing.json").write_text(
+            json.dumps({"kind": "cuda", "device": "NVIDIA H200", "date": date, "torch": "2.11", "four_cases": value})
+        )
     (tmp_path / "2026-03-01-cpu").mkdir()  # a CPU record is never shown as a GPU result
     (tmp_path / "2026-03-01-cpu" / "timing.json").write_text(json.dumps({"kind": "cpu", "four_cases": "cpu"}))
     assert record_timing.result("four_cases", never) == "new"
@@ -599,8 +666,13 @@ def test_timeline_shows_which_kernels_each_timer_covers(spin_fn):
 
 @pytest.mark.cuda
 def test_bench_gpu_quick(tmp_path):
-    r = subprocess.run([sys.executable, "bench/run.py", "--quick", "--only", "add2", "--out", str(tmp_path)],
-                       cwd=ROOT, capture_output=True, text=True, timeout=600)
+    r = subprocess.run(
+        [sys.executable, "bench/run.py", "--quick", "--only", "add2", "--out", str(tmp_path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     result = json.loads((tmp_path / "bench.json").read_text())
     assert result["kind"] == "cuda"

@@ -34,11 +34,15 @@ TILE, TM, TN = 128, 8, 8
 # (M, N, K), smallest first: all three different; the last two have several blocks of C each way
 SHAPES = [(1, 1, 1), (7, 31, 33), (33, 65, 100), (100, 7, 65), (128, 64, 24), (129, 200, 31), (200, 129, 17)]
 
-UNWRITTEN_HINT = ("store_outputs: elements of C were never stored (they still hold the inf C started with): every "
-                  "element of the thread's 8 x 8 tile that lies inside C is stored (compare with M and N)")
-MATCH_HINT = ("outer_products: for each k, the thread's 8 values of A come from its own rows of As and its 8 values "
-              "of B from its own columns of Bs (which of trow and tcol picks which?), and every acc[i][j] gets the "
-              "product of A's i-th value and B's j-th; store_outputs: acc[i][j] belongs at C[row0 + i][col0 + j]")
+UNWRITTEN_HINT = (
+    "store_outputs: elements of C were never stored (they still hold the inf C started with): every "
+    "element of the thread's 8 x 8 tile that lies inside C is stored (compare with M and N)"
+)
+MATCH_HINT = (
+    "outer_products: for each k, the thread's 8 values of A come from its own rows of As and its 8 values "
+    "of B from its own columns of Bs (which of trow and tcol picks which?), and every acc[i][j] gets the "
+    "product of A's i-th value and B's j-th; store_outputs: acc[i][j] belongs at C[row0 + i][col0 + j]"
+)
 
 
 def inputs(shape):
@@ -53,17 +57,17 @@ def run(op, shape, dev):
     m, n, _ = shape
     a, b = (t.to(dev) for t in inputs(shape))
     big = torch.full((m * n + TILE * (n + 1) + PAD,), float("nan"), device=dev)
-    c = big[:m * n].view(m, n)
+    c = big[: m * n].view(m, n)
     c.fill_(float("inf"))
     op(a, b, out=c)
-    after = (~big[m * n:].isnan()).nonzero()
+    after = (~big[m * n :].isnan()).nonzero()
     return c.cpu(), int(after[0]) if len(after) else None
 
 
 def wrong(shape, got):
     """Where C is off by more than float32's rounding (NaN counts as off): a boolean M x N tensor."""
     a, b = inputs(shape)
-    tol = 4 * shape[2] * 2.0 ** -24 * (a.double().abs() @ b.double().abs()) + 1e-6
+    tol = 4 * shape[2] * 2.0**-24 * (a.double().abs() @ b.double().abs()) + 1e-6
     return ~((got.double() - a.double() @ b.double()).abs() <= tol)
 
 
@@ -76,8 +80,10 @@ def diagnosis(bad, got):
         wrong_at = set((idx % size).tolist())
         if len(wrong_at) < size and bad.shape[0 if what == "row" else 1] >= size:
             which = ", ".join(str(x) for x in sorted(wrong_at))
-            return (f"only {what}s {which} of each thread's 8 x 8 tile are wrong (the others are right): does a loop "
-                    f"over {loop} stop early, or start late?")
+            return (
+                f"only {what}s {which} of each thread's 8 x 8 tile are wrong (the others are right): does a loop "
+                f"over {loop} stop early, or start late?"
+            )
     return MATCH_HINT
 
 
@@ -96,18 +102,24 @@ def grade(ops, kit_root):
             i, j = (int(x) for x in bad.nonzero()[0])
             a, b = inputs(s)
             expected = float((a.double() @ b.double())[i, j])
-            report.add(f"matches A @ B on {dev}", False,
-                       f"smallest failing: M, N, K = {s}: C[{i}][{j}] should be {expected:.6g}, got "
-                       f"{float(got[i, j]):.6g}" + (" (never stored: C started as inf)" if got[i, j].isinf() else ""),
-                       diagnosis(bad, got))
+            report.add(
+                f"matches A @ B on {dev}",
+                False,
+                f"smallest failing: M, N, K = {s}: C[{i}][{j}] should be {expected:.6g}, got "
+                f"{float(got[i, j]):.6g}" + (" (never stored: C started as inf)" if got[i, j].isinf() else ""),
+                diagnosis(bad, got),
+            )
 
         overwritten = next(((s, results[s][1]) for s in SHAPES if results[s][1] is not None), None)
         if overwritten is None:
             report.add(f"writes nothing past the end on {dev}", True, "with NaN in the memory after C")
         else:
             s, at = overwritten
-            report.add(f"writes nothing past the end on {dev}", False,
-                       f"M, N, K = {s}: element {at} of the memory after C was overwritten",
-                       "store an element only if it is inside C: row0 + i < M and col0 + j < N (an edge block's "
-                       "tile hangs past C's last row and column; c[row * N + col] with col >= N is the next row's)")
+            report.add(
+                f"writes nothing past the end on {dev}",
+                False,
+                f"M, N, K = {s}: element {at} of the memory after C was overwritten",
+                "store an element only if it is inside C: row0 + i < M and col0 + j < N (an edge block's "
+                "tile hangs past C's last row and column; c[row * N + col] with col >= N is the next row's)",
+            )
     return report

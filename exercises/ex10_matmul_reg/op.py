@@ -1,5 +1,6 @@
 """Exercise 10: the register-blocked inner loop of a matmul. Edit outer_products and store_outputs in
 ex10_matmul_reg.h; grade with kit.grade.check("ex10_matmul_reg")."""
+
 import torch
 
 SCHEMAS = ["ex10_matmul_reg(Tensor a, Tensor b, Tensor(a!) out) -> ()"]

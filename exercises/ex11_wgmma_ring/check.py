@@ -36,8 +36,12 @@ EDIT = "exercises/ex11_wgmma_ring/ex11_wgmma_ring.h"  # the file to edit
 SHAPES = [(8, 8, 8), (8, 8, 64), (24, 16, 40), (17, 9, 70), (33, 40, 100)]
 STAGES = [1, 2, 3, 4, 5]
 GPU_SHAPES = [(128, 128, 64), (129, 136, 72), (300, 264, 1000), (1000, 1000, 1000)]
-WHAT = {1: "deadlock", 2: "read a slot before its tiles landed", 3: "refilled a slot before the consumer read it",
-        4: "a slot outside the ring"}
+WHAT = {
+    1: "deadlock",
+    2: "read a slot before its tiles landed",
+    3: "refilled a slot before the consumer read it",
+    4: "a slot outside the ring",
+}
 
 
 def hint(status, step, slot, stages):
@@ -45,16 +49,22 @@ def hint(status, step, slot, stages):
     if status == 4:
         return f"step {step} got slot {slot}, but the ring has slots 0 to {stages - 1}: steps go round the ring"
     if status == 1:
-        return (f"deadlock at step {step} (slot {slot}): each side waited for a phase that the other never completes. "
-                f"On its first pass over the ring the producer must not wait at all: which parity does a new "
-                f"barrier count as already completed?")
+        return (
+            f"deadlock at step {step} (slot {slot}): each side waited for a phase that the other never completes. "
+            f"On its first pass over the ring the producer must not wait at all: which parity does a new "
+            f"barrier count as already completed?"
+        )
     if status == 2:
-        return (f"the consumer read slot {slot} at step {step} before step {step}'s tiles landed: the phase of full "
-                f"it waited for had already completed (an earlier fill, or the one a new barrier counts as done). "
-                f"Which fill of this slot is step {step}'s, and what is that phase's parity?")
+        return (
+            f"the consumer read slot {slot} at step {step} before step {step}'s tiles landed: the phase of full "
+            f"it waited for had already completed (an earlier fill, or the one a new barrier counts as done). "
+            f"Which fill of this slot is step {step}'s, and what is that phase's parity?"
+        )
     if status == 3:
-        return (f"the producer refilled slot {slot} at step {step} while it still held tiles the consumer had not "
-                f"read: it waited for a phase of empty that had already completed, or the slot came round too soon")
+        return (
+            f"the producer refilled slot {slot} at step {step} while it still held tiles the consumer had not "
+            f"read: it waited for a phase of empty that had already completed, or the slot came round too soon"
+        )
     return ""
 
 
@@ -86,13 +96,18 @@ def grade(ops, kit_root):
         else:
             stages, mnk, code, step, slot = failure
             what = WHAT.get(code, "C is wrong")
-            report.add(name, False, f"{stages} slots, M x N x K = {mnk}: {what}" +
-                       (f" at step {step}, slot {slot}" if code else ""),
-                       hint(code, step, slot, stages) or "every step must read the tiles of its own step")
+            report.add(
+                name,
+                False,
+                f"{stages} slots, M x N x K = {mnk}: {what}" + (f" at step {step}, slot {slot}" if code else ""),
+                hint(code, step, slot, stages) or "every step must read the tiles of its own step",
+            )
     if not GPU or torch.cuda.get_device_capability() != (9, 0):
-        report.skip("the lesson's wgmma kernel with your ring, on the GPU",
-                    "needs a Hopper GPU (compute capability 9.0): none here. The CPU model above checks the same "
-                    "function; notebook 07, section 8, shows what version 9 does on an H200, recorded")
+        report.skip(
+            "the lesson's wgmma kernel with your ring, on the GPU",
+            "needs a Hopper GPU (compute capability 9.0): none here. The CPU model above checks the same "
+            "function; notebook 07, section 8, shows what version 9 does on an H200, recorded",
+        )
         return report
     gen = torch.Generator(device="cuda").manual_seed(11)
     for m, n, k in GPU_SHAPES:
@@ -103,12 +118,19 @@ def grade(ops, kit_root):
         ref = a.double() @ b.double()
         ok = not stuck and bool(((c.double() - ref).abs() <= 2e-2 * (a.double().abs() @ b.double().abs())).all())
         if not ok:
-            report.add("the lesson's wgmma kernel with your ring, on the GPU", False,
-                       f"M x N x K = {(m, n, k)}: " + ("a wait never ended (deadlock)" if stuck else "C is wrong"),
-                       "the CPU model's hint above says which step went wrong" if stuck or not report.passed else
-                       "the CPU model passes but the GPU does not: the GPU's producer runs further ahead; check "
-                       "the parity the producer waits for on later passes")
+            report.add(
+                "the lesson's wgmma kernel with your ring, on the GPU",
+                False,
+                f"M x N x K = {(m, n, k)}: " + ("a wait never ended (deadlock)" if stuck else "C is wrong"),
+                "the CPU model's hint above says which step went wrong"
+                if stuck or not report.passed
+                else "the CPU model passes but the GPU does not: the GPU's producer runs further ahead; check "
+                "the parity the producer waits for on later passes",
+            )
             return report
-    report.add("the lesson's wgmma kernel with your ring, on the GPU", True,
-               f"bfloat16, {len(GPU_SHAPES)} shapes, against float64")
+    report.add(
+        "the lesson's wgmma kernel with your ring, on the GPU",
+        True,
+        f"bfloat16, {len(GPU_SHAPES)} shapes, against float64",
+    )
     return report

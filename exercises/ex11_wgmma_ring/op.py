@@ -1,5 +1,6 @@
 """Exercise 11: the ring's bookkeeping in the Hopper matmul. Edit ring_step in ex11_wgmma_ring.h; grade with
 kit.grade.check("ex11_wgmma_ring")."""
+
 import torch
 
 SCHEMAS = ["ex11_wgmma_ring(Tensor a, Tensor b, int stages=4, int order=0) -> (Tensor, Tensor)"]
@@ -8,7 +9,8 @@ ARCH_SPECIFIC = True  # the GPU half is the lesson's wgmma kernel: sm_90a where 
 
 def register(lib):
     torch.library.register_fake("labkit::ex11_wgmma_ring", lib=lib)(
-        lambda a, b, stages=4, order=0: (a.new_empty((a.shape[0], b.shape[1])), a.new_empty(3, dtype=torch.long)))
+        lambda a, b, stages=4, order=0: (a.new_empty((a.shape[0], b.shape[1])), a.new_empty(3, dtype=torch.long))
+    )
 
 
 def ex11_wgmma_ring(a, b, *, stages=4, order=0):

@@ -21,8 +21,12 @@ def grade(ops, kit_root):
     report, op = begin(ops, "ex1_add2_tail", EDIT)
     if op is None:
         return report
-    grade_add2_like(report, lambda a, b, out: op(a, b, out=out), [1, 3, 255, 256, 257, 1000, 1023, 1025, 4099],
-                     "an element below n is wrong or was never written: does every thread that has an element "
-                     "write it? look at the last one",
-                     "the last block has threads with i >= n: they must not write (compare i with n: < or <=?)")
+    grade_add2_like(
+        report,
+        lambda a, b, out: op(a, b, out=out),
+        [1, 3, 255, 256, 257, 1000, 1023, 1025, 4099],
+        "an element below n is wrong or was never written: does every thread that has an element "
+        "write it? look at the last one",
+        "the last block has threads with i >= n: they must not write (compare i with n: < or <=?)",
+    )
     return report

@@ -1,4 +1,5 @@
 """Exercise 1: add2 for any size. Edit add2_tail_thread in ex1_add2_tail.h; grade with kit.grade.check("ex1_add2_tail")."""
+
 import torch
 
 SCHEMAS = ["ex1_add2_tail(Tensor a, Tensor b, Tensor(a!) out) -> ()"]

@@ -24,11 +24,14 @@ def grade(ops, kit_root):
     report, op = begin(ops, "ex2_add2_vec4", EDIT)
     if op is None:
         return report
-    grade_add2_like(report, lambda a, b, out: op(a, b, out=out),
-                     [1, 2, 3, 4, 5, 7, 8, 9, 1023, 1024, 1025, 4099, (1 << 20) + 3],
-                     "an element below n is wrong or was never written: when is a pack whole, and does the "
-                     "partial last pack add each of its n % 4 leftover elements?",
-                     "the last pack may be partial: an f4 store there writes past n")
+    grade_add2_like(
+        report,
+        lambda a, b, out: op(a, b, out=out),
+        [1, 2, 3, 4, 5, 7, 8, 9, 1023, 1024, 1025, 4099, (1 << 20) + 3],
+        "an element below n is wrong or was never written: when is a pack whole, and does the "
+        "partial last pack add each of its n % 4 leftover elements?",
+        "the last pack may be partial: an f4 store there writes past n",
+    )
     if not GPU:
         report.skip("bandwidth against a copy", "needs a CUDA GPU: none here")
         return report
@@ -43,16 +46,22 @@ def grade(ops, kit_root):
     # minutes per call at 2^26). So first a few calls at 2^20, and 2^26 only if those are within reach of a copy.
     ours, copy = medians(1 << 20, rounds=1, warmup=0, reps=3)
     if ours > 20 * copy:
-        report.add("bandwidth against a copy (n = 2^26)", False,
-                   f"far too slow to measure at 2^26: at n = 2^20 one call takes {ours * 1e6:.0f} us, "
-                   f"{ours / copy:.0f} times a copy's {copy * 1e6:.0f} us",
-                   "does a thread loop over more than its own pack? only the last, partial pack needs a loop")
+        report.add(
+            "bandwidth against a copy (n = 2^26)",
+            False,
+            f"far too slow to measure at 2^26: at n = 2^20 one call takes {ours * 1e6:.0f} us, "
+            f"{ours / copy:.0f} times a copy's {copy * 1e6:.0f} us",
+            "does a thread loop over more than its own pack? only the last, partial pack needs a loop",
+        )
         return report
     n = 1 << 26
     ours, copy = medians(n)
     gbs, copy_gbs = 12 * n / ours / 1e9, 8 * n / copy / 1e9
     ratio = gbs / copy_gbs
-    report.add("bandwidth against a copy (n = 2^26)", ratio >= 0.9,
-               f"{gbs:.0f} GB/s, {ratio:.0%} of a copy's {copy_gbs:.0f} GB/s (bar: 90%)",
-               "correct but slow: is every whole pack moved with one f4 load of a, one of b and one f4 store?")
+    report.add(
+        "bandwidth against a copy (n = 2^26)",
+        ratio >= 0.9,
+        f"{gbs:.0f} GB/s, {ratio:.0%} of a copy's {copy_gbs:.0f} GB/s (bar: 90%)",
+        "correct but slow: is every whole pack moved with one f4 load of a, one of b and one f4 store?",
+    )
     return report

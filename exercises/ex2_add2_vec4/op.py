@@ -1,5 +1,6 @@
 """Exercise 2: add2 with f4 loads and a tail. Edit add2_vec4_thread in ex2_add2_vec4.h; grade with
 kit.grade.check("ex2_add2_vec4")."""
+
 import torch
 
 SCHEMAS = ["ex2_add2_vec4(Tensor a, Tensor b, Tensor(a!) out) -> ()"]

@@ -40,10 +40,14 @@ def grade(ops, kit_root):
 
     report = Report("ex3_bias_relu", EDIT)
     if not (ops._kernels / "ex3_bias_relu" / "op.py").exists():
-        report.add("exercises/ex3_bias_relu/op.py exists", False, "no op.py in exercises/ex3_bias_relu",
-                   "copy the files of kernels/add2 into exercises/ex3_bias_relu, name files and functions after the "
-                   "folder (ex3_bias_relu), and write "
-                   "y[r, c] = max(x[r, c] + bias[c], 0) for x of shape [rows, cols], bias of shape [cols]")
+        report.add(
+            "exercises/ex3_bias_relu/op.py exists",
+            False,
+            "no op.py in exercises/ex3_bias_relu",
+            "copy the files of kernels/add2 into exercises/ex3_bias_relu, name files and functions after the "
+            "folder (ex3_bias_relu), and write "
+            "y[r, c] = max(x[r, c] + bias[c], 0) for x of shape [rows, cols], bias of shape [cols]",
+        )
         return report
     op = load_op(ops, "ex3_bias_relu", report)
     if op is None:
@@ -63,18 +67,31 @@ def grade(ops, kit_root):
                 failure = (tuple(x.shape), x.is_contiguous(), m)
         if failure:
             shape, contig, (i, e, got) = failure
-            report.add(f"matches relu(x + bias) on {dev}", False, f"smallest failing shape {shape}"
-                       f"{'' if contig else ' (a transposed, non-contiguous x)'}: element {i} should be {e:.6g}, got {got:.6g}",
-                       "right on contiguous x, wrong on a transposed view: the kernel reads x's memory as if it were "
-                       "contiguous" if not contig else
-                       "which element of bias belongs to element (r, c) of x, and where does that element of x lie "
-                       "in memory?")
+            report.add(
+                f"matches relu(x + bias) on {dev}",
+                False,
+                f"smallest failing shape {shape}"
+                f"{'' if contig else ' (a transposed, non-contiguous x)'}: element {i} should be {e:.6g}, got {got:.6g}",
+                "right on contiguous x, wrong on a transposed view: the kernel reads x's memory as if it were "
+                "contiguous"
+                if not contig
+                else "which element of bias belongs to element (r, c) of x, and where does that element of x lie "
+                "in memory?",
+            )
         else:
             report.add(f"matches relu(x + bias) on {dev}", True, f"{len(shapes)} shapes, a non-contiguous one too")
-        r = run_isolated(BAD_INPUTS.format(ops=child_ops_source(ops, "ex3_bias_relu"),
-                                           dev=dev, sync="torch.cuda.synchronize()" if dev == "cuda" else "pass"))
+        r = run_isolated(
+            BAD_INPUTS.format(
+                ops=child_ops_source(ops, "ex3_bias_relu"),
+                dev=dev,
+                sync="torch.cuda.synchronize()" if dev == "cuda" else "pass",
+            )
+        )
         ok = r.result is not None and "accepted" not in r.result
-        report.add(f"clear errors on bad input on {dev} (wrong bias length, 1-D x, integer tensors)", ok,
-                   "" if ok else (f"accepted: {r.result}" if r.result else r.verdict),
-                   "TORCH_CHECK each argument in the binding, naming it: shape of bias, x.dim() == 2, dtype")
+        report.add(
+            f"clear errors on bad input on {dev} (wrong bias length, 1-D x, integer tensors)",
+            ok,
+            "" if ok else (f"accepted: {r.result}" if r.result else r.verdict),
+            "TORCH_CHECK each argument in the binding, naming it: shape of bias, x.dim() == 2, dtype",
+        )
     return report

@@ -23,18 +23,22 @@ EDIT = "exercises/ex4_elu_backward/ex4_elu_backward.h"  # the file to edit
 
 def diagnosis(x, g, alpha, got):
     """The hint for a wrong gradient `got` at one element (x, grad_out g), told from the known mistakes."""
+
     def near(value):
         return math.isclose(got, value, rel_tol=1e-5, abs_tol=1e-6)
 
     if x == 0:
-        return ("wrong at x == 0 exactly: the spec says which branch x == 0 belongs to; does your condition put it "
-                "there?")
+        return (
+            "wrong at x == 0 exactly: the spec says which branch x == 0 belongs to; does your condition put it there?"
+        )
     if x < 0 and near(g * alpha * math.expm1(x)):
         return "that is grad_out times the forward's value, not its derivative: differentiate alpha * (exp(x) - 1)"
     if near(alpha * math.exp(x) if x < 0 else 1.0):
         return "that is dy/dx alone: autograd wants grad_out * dy/dx"
-    return ("work dy/dx out on paper for each branch of the forward (x > 0, x <= 0), then grad_in = grad_out * dy/dx; "
-            "which branch is wrong here?")
+    return (
+        "work dy/dx out on paper for each branch of the forward (x > 0, x <= 0), then grad_in = grad_out * dy/dx; "
+        "which branch is wrong here?"
+    )
 
 
 def grade(ops, kit_root):
@@ -49,20 +53,25 @@ def grade(ops, kit_root):
                 for n in sizes:
                     gen = torch.Generator().manual_seed(n)
                     x = (torch.randn(n, generator=gen, dtype=torch.float64) * 3).to(dtype)
-                    x[:: 7] = 0.0  # x == 0 exactly: which branch does it take?
+                    x[::7] = 0.0  # x == 0 exactly: which branch does it take?
                     x = x.to(dev).requires_grad_()
                     g = torch.randn(n, generator=gen, dtype=torch.float64).to(dtype).to(dev)
-                    ours, = torch.autograd.grad(op(x, alpha), x, g)
+                    (ours,) = torch.autograd.grad(op(x, alpha), x, g)
                     xr = x.detach().clone().requires_grad_()
-                    ref, = torch.autograd.grad(torch.nn.functional.elu(xr, alpha), xr, g)
+                    (ref,) = torch.autograd.grad(torch.nn.functional.elu(xr, alpha), xr, g)
                     m = first_mismatch(ref, ours)
                     if m and failure is None:
                         failure = (n, alpha, m, float(x.detach().flatten()[m[0]]), float(g.flatten()[m[0]]))
             name = f"gradient matches F.elu's on {dev}, {str(dtype).replace('torch.', '')}"
             if failure:
                 n, alpha, (i, e, got), xv, gv = failure
-                report.add(name, False, f"smallest failing n = {n} (alpha = {alpha}): at x = {xv:.6g} the gradient "
-                           f"should be {e:.6g}, got {got:.6g}", diagnosis(xv, gv, alpha, got))
+                report.add(
+                    name,
+                    False,
+                    f"smallest failing n = {n} (alpha = {alpha}): at x = {xv:.6g} the gradient "
+                    f"should be {e:.6g}, got {got:.6g}",
+                    diagnosis(xv, gv, alpha, got),
+                )
             else:
                 report.add(name, True, f"{len(sizes)} sizes, alpha 1, 0.5 and 2, x == 0 included")
     return report

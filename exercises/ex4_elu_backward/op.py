@@ -1,9 +1,12 @@
 """Exercise 4: ELU's backward. Edit elu_backward_thread in ex4_elu_backward.h; grade with
 kit.grade.check("ex4_elu_backward"). The forward is given; autograd calls your backward."""
+
 import torch
 
-SCHEMAS = ["ex4_elu(Tensor x, float alpha) -> Tensor",
-           "ex4_elu_backward(Tensor grad_out, Tensor x, float alpha) -> Tensor"]
+SCHEMAS = [
+    "ex4_elu(Tensor x, float alpha) -> Tensor",
+    "ex4_elu_backward(Tensor grad_out, Tensor x, float alpha) -> Tensor",
+]
 
 
 def register(lib):

@@ -56,38 +56,66 @@ def grade(ops, kit_root):
     a, b = torch.randn(1000), torch.randn(1000)
     report.add("matches a + b on cpu", torch.equal(op(a, b), a + b))
     src = (ops._kernels / "ex5_device_guard" / "ex5_device_guard.cpp").read_text()
-    body = re.sub(r"//[^\n]*|/\*.*?\*/", "", src[src.find("ex5_cuda_impl"):], flags=re.S)  # code, not comments
-    guard = re.search(r"CUDAGuard\s+\w+\s*[\({]\s*(a|b)\.device\(\)", body) or \
-        re.search(r"OptionalCUDAGuard\s+\w+\s*[\({]\s*device_of\(\s*(a|b)\s*\)", body)
-    guard_hint = (("a guard is there, but not built from an input: the GPU to make current is the one a and b are "
-                   "on, whichever the caller left current") if re.search(r"CUDAGuard", body) else
-                  ("nothing in ex5_cuda_impl makes a's GPU the current one, so ex5_add2_on allocates and launches on "
-                   "whatever GPU the caller left current; 03_multi_gpu's device-guard section shows the object that "
-                   "does it until the function returns"))
-    stream_hint = ("the launch still goes on stream 0, the legacy default stream, which does not wait for work "
-                   "PyTorch queued on the current stream; binding.h has a helper for that current stream")
+    body = re.sub(r"//[^\n]*|/\*.*?\*/", "", src[src.find("ex5_cuda_impl") :], flags=re.S)  # code, not comments
+    guard = re.search(r"CUDAGuard\s+\w+\s*[\({]\s*(a|b)\.device\(\)", body) or re.search(
+        r"OptionalCUDAGuard\s+\w+\s*[\({]\s*device_of\(\s*(a|b)\s*\)", body
+    )
+    guard_hint = (
+        (
+            "a guard is there, but not built from an input: the GPU to make current is the one a and b are "
+            "on, whichever the caller left current"
+        )
+        if re.search(r"CUDAGuard", body)
+        else (
+            "nothing in ex5_cuda_impl makes a's GPU the current one, so ex5_add2_on allocates and launches on "
+            "whatever GPU the caller left current; 03_multi_gpu's device-guard section shows the object that "
+            "does it until the function returns"
+        )
+    )
+    stream_hint = (
+        "the launch still goes on stream 0, the legacy default stream, which does not wait for work "
+        "PyTorch queued on the current stream; binding.h has a helper for that current stream"
+    )
     if not GPU:
         stream = re.search(r"current_stream\(\)|getCurrentCUDAStream\(", body)
-        report.add("launches on the current stream (read from the source: a GPU runs it for real)", bool(stream),
-                   "" if stream else "the launch still passes stream 0", stream_hint)
-        report.add("takes a device guard from an input (read from the source: a GPU runs it for real)", bool(guard),
-                   "" if guard else "no device guard built from a's (or b's) device in ex5_cuda_impl", guard_hint)
+        report.add(
+            "launches on the current stream (read from the source: a GPU runs it for real)",
+            bool(stream),
+            "" if stream else "the launch still passes stream 0",
+            stream_hint,
+        )
+        report.add(
+            "takes a device guard from an input (read from the source: a GPU runs it for real)",
+            bool(guard),
+            "" if guard else "no device guard built from a's (or b's) device in ex5_cuda_impl",
+            guard_hint,
+        )
         return report
     child_ops = child_ops_source(ops, "ex5_device_guard")
     r = run_isolated(STREAM_CHECK.format(ops=child_ops))
     ok = r.result == 3.0
-    report.add("runs on the caller's current stream", ok,
-               "result ordered after the work queued before it" if ok else
-               f"the kernel read a before the side stream wrote it (got {r.result}; {r.verdict})",
-               stream_hint)
+    report.add(
+        "runs on the caller's current stream",
+        ok,
+        "result ordered after the work queued before it"
+        if ok
+        else f"the kernel read a before the side stream wrote it (got {r.result}; {r.verdict})",
+        stream_hint,
+    )
     if torch.cuda.device_count() >= 2:
         r = run_isolated(DEVICE_CHECK.format(ops=child_ops))
         ok = r.result is not None and r.result[0]
-        report.add("runs on the inputs' GPU (data on cuda:1, cuda:0 current, in a child process)", ok,
-                   "right result" if ok else f"{r.verdict}; result {r.result}",
-                   guard_hint)
+        report.add(
+            "runs on the inputs' GPU (data on cuda:1, cuda:0 current, in a child process)",
+            ok,
+            "right result" if ok else f"{r.verdict}; result {r.result}",
+            guard_hint,
+        )
     else:
-        report.add("takes a device guard from an input (read from the source: running it needs two GPUs)",
-                   bool(guard), "" if guard else "no device guard built from a's (or b's) device in ex5_cuda_impl",
-                   guard_hint)
+        report.add(
+            "takes a device guard from an input (read from the source: running it needs two GPUs)",
+            bool(guard),
+            "" if guard else "no device guard built from a's (or b's) device in ex5_cuda_impl",
+            guard_hint,
+        )
     return report

@@ -1,5 +1,6 @@
 """Exercise 5: the seed's unguarded launch. Edit ex5_cuda_impl in ex5_device_guard.cpp; grade with
 kit.grade.check("ex5_device_guard") (its checks need a GPU; the device check runs best on two)."""
+
 import torch
 
 SCHEMAS = ["ex5_device_guard(Tensor a, Tensor b) -> Tensor"]

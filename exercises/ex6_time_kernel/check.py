@@ -34,8 +34,9 @@ def grade(ops, kit_root):
         try:
             mod.time_kernel(lambda: None, reps=1)
         except NotImplementedError:
-            report.add("time_kernel is written", False, "it still raises NotImplementedError",
-                       f"see the TODO in {EDIT}")
+            report.add(
+                "time_kernel is written", False, "it still raises NotImplementedError", f"see the TODO in {EDIT}"
+            )
             return report
         except Exception:  # noqa: BLE001 - without a GPU, a correct answer fails in torch.cuda.synchronize()
             pass
@@ -49,16 +50,21 @@ def grade(ops, kit_root):
     try:
         got = float(mod.time_kernel(spin))
     except NotImplementedError:
-        report.add("measures a 2 ms GPU kernel within 15%", False, "time_kernel is not written yet",
-                   f"see the TODO in {EDIT}")
+        report.add(
+            "measures a 2 ms GPU kernel within 15%", False, "time_kernel is not written yet", f"see the TODO in {EDIT}"
+        )
         return report
     ok = abs(got - truth) <= 0.15 * truth
-    report.add("measures a 2 ms GPU kernel within 15%", ok,
-               f"measured {got * 1e6:.0f} us; CUDA events say {truth * 1e6:.0f} us",
-               "far below the GPU's time: that is the launch, which returns at once; when does the clock stop, "
-               "and has the GPU finished by then?" if got < 0.5 * truth else
-               "above the GPU's time: what else does your figure hold? work queued before the call, or more than "
-               "one call; is the GPU idle when the clock starts?" if got > truth else
-               "a little below the GPU's time: does the clock stop only once the GPU work is done, on every "
-               "repetition?")
+    report.add(
+        "measures a 2 ms GPU kernel within 15%",
+        ok,
+        f"measured {got * 1e6:.0f} us; CUDA events say {truth * 1e6:.0f} us",
+        "far below the GPU's time: that is the launch, which returns at once; when does the clock stop, "
+        "and has the GPU finished by then?"
+        if got < 0.5 * truth
+        else "above the GPU's time: what else does your figure hold? work queued before the call, or more than "
+        "one call; is the GPU idle when the clock starts?"
+        if got > truth
+        else "a little below the GPU's time: does the clock stop only once the GPU work is done, on every repetition?",
+    )
     return report

@@ -1,4 +1,5 @@
 """Exercise 6: time a GPU function correctly. The task and how it is graded: check.py, beside this file."""
+
 import time
 
 import torch

@@ -31,21 +31,33 @@ def lane0_after(x, offsets, add=True):
     the warps: a float64 emulation of a warp_sum, right or wrong."""
     v = torch.nn.functional.pad(x.double(), (0, -len(x) % 32)).view(-1, 32)
     for k in offsets:
-        down = torch.cat([v[:, k:], v[:, 32 - k:]], dim=1)  # lane l gets lane l + k; past lane 31, its own value
+        down = torch.cat([v[:, k:], v[:, 32 - k :]], dim=1)  # lane l gets lane l + k; past lane 31, its own value
         v = v + down if add else down
     return float(v[:, 0].sum())
 
 
 # (offsets, add, hint) of known wrong warp_sums; told apart on an input of several warps of distinct values
-WRONG = [((), True, "lane 0 kept its own value: no step ran (look at the loop's first offset and its condition)"),
-         ((16, 8, 4, 2), True, "lane 0 has the even lanes only: the loop stopped one step early; its last step "
-                               "must be offset 1"),
-         ((16, 8, 4), True, "lane 0 has every fourth lane only: the loop stopped two steps early; its last step "
-                            "must be offset 1"),
-         ((8, 4, 2, 1), True, "only lanes 0..15 reached lane 0: the first step must reach half a warp away"),
-         ((4, 2, 1), True, "only lanes 0..7 reached lane 0: the first step must reach half a warp away"),
-         ((16, 8, 4, 2, 1), False, "lane 0 ended with one lane's value, not a sum: each step must add what "
-                                   "shfl_down brings to v, not replace v with it")]
+WRONG = [
+    ((), True, "lane 0 kept its own value: no step ran (look at the loop's first offset and its condition)"),
+    (
+        (16, 8, 4, 2),
+        True,
+        "lane 0 has the even lanes only: the loop stopped one step early; its last step must be offset 1",
+    ),
+    (
+        (16, 8, 4),
+        True,
+        "lane 0 has every fourth lane only: the loop stopped two steps early; its last step must be offset 1",
+    ),
+    ((8, 4, 2, 1), True, "only lanes 0..15 reached lane 0: the first step must reach half a warp away"),
+    ((4, 2, 1), True, "only lanes 0..7 reached lane 0: the first step must reach half a warp away"),
+    (
+        (16, 8, 4, 2, 1),
+        False,
+        "lane 0 ended with one lane's value, not a sum: each step must add what "
+        "shfl_down brings to v, not replace v with it",
+    ),
+]
 DIAGNOSE = 32 * 37  # the input the hint is chosen on: 37 full warps
 
 
@@ -53,9 +65,11 @@ def diagnosis(op, dev):
     """The hint for the mistake op's warp_sum makes, told from its result on an input of 37 warps."""
     x = torch.randn(DIAGNOSE, generator=torch.Generator().manual_seed(7))
     got = float(op(x.to(dev)))
-    return next((hint for offsets, add, hint in WRONG if close(got, lane0_after(x, offsets, add), x)),
-                "lane 0 must end with the sum of all 32 lanes: five steps, each adding the value of a lane half as "
-                "far away as the step before, starting half a warp away")
+    return next(
+        (hint for offsets, add, hint in WRONG if close(got, lane0_after(x, offsets, add), x)),
+        "lane 0 must end with the sum of all 32 lanes: five steps, each adding the value of a lane half as "
+        "far away as the step before, starting half a warp away",
+    )
 
 
 def grade(ops, kit_root):
@@ -74,6 +88,10 @@ def grade(ops, kit_root):
             report.add(f"matches x.sum() on {dev}", True, f"{len(SIZES)} sizes from {SIZES[0]} to {SIZES[-1]}")
             continue
         n, expected, got, x = failure
-        report.add(f"matches x.sum() on {dev}", False,
-                   f"smallest failing n = {n}: the sum should be {expected:.6g}, got {got:.6g}", diagnosis(op, dev))
+        report.add(
+            f"matches x.sum() on {dev}",
+            False,
+            f"smallest failing n = {n}: the sum should be {expected:.6g}, got {got:.6g}",
+            diagnosis(op, dev),
+        )
     return report

@@ -1,5 +1,6 @@
 """Exercise 7: the sum of a warp's values by shuffles. Edit warp_sum in ex7_warp_sum.h; grade with
 kit.grade.check("ex7_warp_sum")."""
+
 import torch
 
 SCHEMAS = ["ex7_warp_sum(Tensor x) -> Tensor"]

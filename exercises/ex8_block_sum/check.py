@@ -30,9 +30,11 @@ LENGTHS = [1, 31, 255, 256, 257, 1000, 1023, 1024, 1025, 2049, 4099, 8191, 8193,
 ROWS = [(3, 1000), (7, 257), (4, 4099), (2, 10000)]
 PAST_END = [(1, 257), (1, 4099), (3, 1000)]
 RACE = [(1, 1024), (1, 8192), (2, 4099)]
-RACE_HINT = ("NaN came out of finite inputs: warp 0 read a slot of warp_sums before its warp wrote it (the slots "
-             "hold NaN until then). Between writing warp_sums[warp] and reading the slots, every warp must wait "
-             "at block_sync()")
+RACE_HINT = (
+    "NaN came out of finite inputs: warp 0 read a slot of warp_sums before its warp wrote it (the slots "
+    "hold NaN until then). Between writing warp_sums[warp] and reading the slots, every warp must wait "
+    "at block_sync()"
+)
 
 
 def run(op, x, dev, fill):
@@ -54,8 +56,10 @@ def inputs(shapes):
 
 
 def describe(x, got, row):
-    return (f"x of shape {tuple(x.shape)}: out[{row}] should be {float(x.double().sum(-1)[row]):.6g}, "
-            f"got {float(got[row]):.6g}")
+    return (
+        f"x of shape {tuple(x.shape)}: out[{row}] should be {float(x.double().sum(-1)[row]):.6g}, "
+        f"got {float(got[row]):.6g}"
+    )
 
 
 DIAGNOSE_COLS = 3000  # the row the hint is chosen on: 3 blocks, each thread's loop 4 elements long
@@ -68,17 +72,26 @@ def slice_diagnosis(op, dev):
     got = float(op(x.float().view(1, -1).to(dev)).cpu()[0])
     i = torch.arange(DIAGNOSE_COLS)
     blocks, block = 3, 256
-    wrong = [(i < DIAGNOSE_COLS - 1, "the row's last element was left out: look at where the loop stops"),
-             (i >= 1, "the row's first element was left out: look at where thread 0 of block 0 starts"),
-             (i < blocks * block, "each thread added only its first element: the loop must go on along the row"),
-             ((i // block + 1).clamp(max=blocks), "some elements were added more than once: after its element, a "
-                                                  "thread's next one lies past every block of the row, not one"),
-             (i % block < 32, "only warp 0's sums reached the total: every warp's sum goes into its slot, and warp 0 "
-                              "adds all 8 slots")]
+    wrong = [
+        (i < DIAGNOSE_COLS - 1, "the row's last element was left out: look at where the loop stops"),
+        (i >= 1, "the row's first element was left out: look at where thread 0 of block 0 starts"),
+        (i < blocks * block, "each thread added only its first element: the loop must go on along the row"),
+        (
+            (i // block + 1).clamp(max=blocks),
+            "some elements were added more than once: after its element, a "
+            "thread's next one lies past every block of the row, not one",
+        ),
+        (
+            i % block < 32,
+            "only warp 0's sums reached the total: every warp's sum goes into its slot, and warp 0 adds all 8 slots",
+        ),
+    ]
     tol = 1e-5 * float(x.abs().sum()) + 1e-6
-    return next((hint for weight, hint in wrong if abs(got - float((x * weight).sum())) <= tol),
-                "every element of the row must be added by exactly one thread: which element does thread t of block "
-                "b take first, and how far along the row is its next one?")
+    return next(
+        (hint for weight, hint in wrong if abs(got - float((x * weight).sum())) <= tol),
+        "every element of the row must be added by exactly one thread: which element does thread t of block "
+        "b take first, and how far along the row is its next one?",
+    )
 
 
 def grade(ops, kit_root):
@@ -86,26 +99,52 @@ def grade(ops, kit_root):
     if op is None:
         return report
     for dev in devices():
-        failure = next(((x, got, bad[0]) for x in inputs([(1, n) for n in LENGTHS])
-                        for got in [run(op, x, dev, 0.0)] for bad in [bad_rows(got, x)] if bad), None)
+        failure = next(
+            (
+                (x, got, bad[0])
+                for x in inputs([(1, n) for n in LENGTHS])
+                for got in [run(op, x, dev, 0.0)]
+                for bad in [bad_rows(got, x)]
+                if bad
+            ),
+            None,
+        )
         if failure is None:
             report.add(f"matches x.sum(dim=-1) on {dev}", True, f"rows of {LENGTHS[0]} to {LENGTHS[-1]} elements")
         else:
             x, got, row = failure
-            report.add(f"matches x.sum(dim=-1) on {dev}", False, "smallest failing: " + describe(x, got, row),
-                       RACE_HINT if got.isnan().any() else slice_diagnosis(op, dev))
+            report.add(
+                f"matches x.sum(dim=-1) on {dev}",
+                False,
+                "smallest failing: " + describe(x, got, row),
+                RACE_HINT if got.isnan().any() else slice_diagnosis(op, dev),
+            )
 
-        failure = next(((x, got, bad[0]) for x in inputs(ROWS)
-                        for got in [run(op, x, dev, 0.0)] for bad in [bad_rows(got, x)] if bad), None)
+        failure = next(
+            (
+                (x, got, bad[0])
+                for x in inputs(ROWS)
+                for got in [run(op, x, dev, 0.0)]
+                for bad in [bad_rows(got, x)]
+                if bad
+            ),
+            None,
+        )
         if failure is None:
             report.add(f"adds into its own row on {dev}", True, f"{len(ROWS)} inputs of several rows")
         else:
             x, got, row = failure
             into_row0 = abs(float(got[0]) - float(x.double().sum())) <= 1e-5 * float(x.abs().sum()) + 1e-6
-            report.add(f"adds into its own row on {dev}", False, describe(x, got, row),
-                       RACE_HINT if got.isnan().any() else
-                       "all rows were added into out[0]: each block adds its total into out[row]" if into_row0 else
-                       "each block must add its total into its own row's out[row], once")
+            report.add(
+                f"adds into its own row on {dev}",
+                False,
+                describe(x, got, row),
+                RACE_HINT
+                if got.isnan().any()
+                else "all rows were added into out[0]: each block adds its total into out[row]"
+                if into_row0
+                else "each block must add its total into its own row's out[row], once",
+            )
 
         failure = None
         for x in inputs(PAST_END):
@@ -118,18 +157,25 @@ def grade(ops, kit_root):
             report.add(f"reads nothing past the end on {dev}", True, "with NaN in the memory after x")
         else:
             x, row = failure
-            report.add(f"reads nothing past the end on {dev}", False,
-                       f"x of shape {tuple(x.shape)} followed by NaN in memory: out[{row}] came out NaN, so a thread "
-                       f"read past x's last element",
-                       "look at where the loop stops: the row's elements are 0 .. cols - 1; element cols is the next "
-                       "row's first, or past the tensor")
+            report.add(
+                f"reads nothing past the end on {dev}",
+                False,
+                f"x of shape {tuple(x.shape)} followed by NaN in memory: out[{row}] came out NaN, so a thread "
+                f"read past x's last element",
+                "look at where the loop stops: the row's elements are 0 .. cols - 1; element cols is the next "
+                "row's first, or past the tensor",
+            )
 
         results = [(x, run(op, x, dev, 0.0)) for x in inputs(RACE)]
         raced = next(((x, got) for x, got in results if got.isnan().any()), None)
         if raced:
             x, got = raced
-            report.add(f"waits for every warp on {dev}", False,
-                       describe(x, got, int(got.isnan().nonzero()[0][0])) + " (with warps 1-7 held back)", RACE_HINT)
+            report.add(
+                f"waits for every warp on {dev}",
+                False,
+                describe(x, got, int(got.isnan().nonzero()[0][0])) + " (with warps 1-7 held back)",
+                RACE_HINT,
+            )
         elif all(not bad_rows(got, x) for x, got in results):
             report.add(f"waits for every warp on {dev}", True, "with warps 1-7 held back")
         else:

@@ -1,5 +1,6 @@
 """Exercise 8: the sum of each row by blocks that work together. Edit slice_sum_thread and block_finish in
 ex8_block_sum.h; grade with kit.grade.check("ex8_block_sum")."""
+
 import torch
 
 SCHEMAS = ["ex8_block_sum(Tensor x, bool stagger=False) -> Tensor"]

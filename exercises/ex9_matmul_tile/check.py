@@ -42,26 +42,34 @@ STEPS = [(32, 32, 64), (33, 65, 100), (64, 32, 96)]  # K > 32: a tile is overwri
 SPEED_SIZE = 2048
 SPEED_BAR = 0.7  # of the lesson's matmul_smem_kernel, the same algorithm with the same 32 x 32 tiles
 
-LOADED_HINT = ("NaN came out of finite inputs: a thread read an element of a tile before its thread wrote it (the "
-               "tiles hold NaN until then). Between loading As, Bs and reading them, every thread must wait at "
-               "block_sync(); and no thread may return early (a thread past the edge loads zeros, someone else "
-               "needs them)")
-OVERWRITE_HINT = ("right with one step along k (K <= 32), wrong with several: a thread loaded the next step's "
-                  "elements into the tiles while slower threads still read this step's. After the multiply-adds, "
-                  "every thread must wait at block_sync() before the loop goes on to the next load (or: is k0 "
-                  "missing from a load's index, or is its edge guard wrong past the first 32?)")
-UNWRITTEN_HINT = ("elements of C were never stored (they still hold the inf C started with): does every thread whose "
-                  "(row, col) lies inside C store its output, once, after the loop? compare row and col with M and N")
-MATCH_HINT = ("C[row][col] is the sum over k of A[row][k] * B[k][col] (A is M x K, B is K x N, both row-major): "
-              "check which element of A and of B each thread loads into its place of As and Bs, and which places "
-              "a multiply-add reads; an element past an edge loads as 0")
+LOADED_HINT = (
+    "NaN came out of finite inputs: a thread read an element of a tile before its thread wrote it (the "
+    "tiles hold NaN until then). Between loading As, Bs and reading them, every thread must wait at "
+    "block_sync(); and no thread may return early (a thread past the edge loads zeros, someone else "
+    "needs them)"
+)
+OVERWRITE_HINT = (
+    "right with one step along k (K <= 32), wrong with several: a thread loaded the next step's "
+    "elements into the tiles while slower threads still read this step's. After the multiply-adds, "
+    "every thread must wait at block_sync() before the loop goes on to the next load (or: is k0 "
+    "missing from a load's index, or is its edge guard wrong past the first 32?)"
+)
+UNWRITTEN_HINT = (
+    "elements of C were never stored (they still hold the inf C started with): does every thread whose "
+    "(row, col) lies inside C store its output, once, after the loop? compare row and col with M and N"
+)
+MATCH_HINT = (
+    "C[row][col] is the sum over k of A[row][k] * B[k][col] (A is M x K, B is K x N, both row-major): "
+    "check which element of A and of B each thread loads into its place of As and Bs, and which places "
+    "a multiply-add reads; an element past an edge loads as 0"
+)
 
 
 def placed(t, dev, fill, cols):
     """t's values at the start of a buffer on dev, with `fill` after them: room for a tile's reads past the end."""
     big = torch.full((t.numel() + TILE * (cols + 1) + PAD,), fill, device=dev)
-    big[:t.numel()].copy_(t.flatten())
-    return big[:t.numel()].view(t.shape), big
+    big[: t.numel()].copy_(t.flatten())
+    return big[: t.numel()].view(t.shape), big
 
 
 def inputs(shape):
@@ -78,7 +86,7 @@ def run(op, shape, dev, fill):
     c, cbig = placed(torch.empty(shape[0], shape[1]), dev, float("nan"), shape[1])
     c.fill_(float("inf"))  # unwritten elements stay inf; NaN comes from a tile read before it was written
     op(a, b, out=c, stagger=True)
-    after = cbig[c.numel():].cpu()
+    after = cbig[c.numel() :].cpu()
     return c.cpu(), bool(after.isnan().all())
 
 
@@ -86,7 +94,7 @@ def wrong(shape, got):
     """The first (row, col) of C that is off by more than float32's rounding (NaN counts as off), or None."""
     a, b = inputs(shape)
     expected = a.double() @ b.double()
-    tol = 4 * shape[2] * 2.0 ** -24 * (a.double().abs() @ b.double().abs()) + 1e-6
+    tol = 4 * shape[2] * 2.0**-24 * (a.double().abs() @ b.double().abs()) + 1e-6
     bad = ~((got.double() - expected).abs() <= tol)
     if not bool(bad.any()):
         return None
@@ -113,20 +121,33 @@ def grade(ops, kit_root):
             s, f = failure
             one_step_ok = all(wrong(t, clean[t][0]) is None for t in SHAPES if t[2] <= TILE)
             got = clean[s][0]
-            report.add(f"matches A @ B on {dev}", False, "smallest failing: " + describe(s, f) +
-                       (" (never written: C started as inf)" if got[f[0], f[1]].isinf() else ""),
-                       UNWRITTEN_HINT if got[f[0], f[1]].isinf() else LOADED_HINT if got.isnan().any() else
-                       OVERWRITE_HINT if one_step_ok else MATCH_HINT)
+            report.add(
+                f"matches A @ B on {dev}",
+                False,
+                "smallest failing: "
+                + describe(s, f)
+                + (" (never written: C started as inf)" if got[f[0], f[1]].isinf() else ""),
+                UNWRITTEN_HINT
+                if got[f[0], f[1]].isinf()
+                else LOADED_HINT
+                if got.isnan().any()
+                else OVERWRITE_HINT
+                if one_step_ok
+                else MATCH_HINT,
+            )
         correct_on_gpu = dev == "cuda" and failure is None
 
         overwritten = next((s for s in SHAPES if not clean[s][1]), None)
         if overwritten is None:
             report.add(f"writes nothing past the end on {dev}", True, "with NaN in the memory after C")
         else:
-            report.add(f"writes nothing past the end on {dev}", False,
-                       f"M, N, K = {overwritten}: the memory after C was overwritten",
-                       "only a thread with row < M and col < N stores its output: the edge blocks' tiles hang past "
-                       "C's last row and column (and c[row * N + col] with col >= N is the next row's element)")
+            report.add(
+                f"writes nothing past the end on {dev}",
+                False,
+                f"M, N, K = {overwritten}: the memory after C was overwritten",
+                "only a thread with row < M and col < N stores its output: the edge blocks' tiles hang past "
+                "C's last row and column (and c[row * N + col] with col >= N is the next row's element)",
+            )
 
         past = None
         for s in SHAPES:
@@ -139,11 +160,14 @@ def grade(ops, kit_root):
             report.add(f"reads nothing past the end on {dev}", True, "with NaN in the memory after A and B")
         else:
             s, (i, j) = past
-            report.add(f"reads nothing past the end on {dev}", False,
-                       f"M, N, K = {s}, A and B followed by NaN in memory: C[{i}][{j}] came out NaN, so a thread "
-                       f"read past the end of A or B",
-                       "an element is loaded only when it is inside its matrix, else 0: check both bounds of each "
-                       "load, the one along k too (which size bounds k in A, and in B?)")
+            report.add(
+                f"reads nothing past the end on {dev}",
+                False,
+                f"M, N, K = {s}, A and B followed by NaN in memory: C[{i}][{j}] came out NaN, so a thread "
+                f"read past the end of A or B",
+                "an element is loaded only when it is inside its matrix, else 0: check both bounds of each "
+                "load, the one along k too (which size bounds k in A, and in B?)",
+            )
 
         one = {s: run(op, s, dev, 0.0)[0] for s in ONE_STEP}
         steps = {s: run(op, s, dev, 0.0)[0] for s in STEPS}
@@ -154,8 +178,12 @@ def grade(ops, kit_root):
         if nan:
             s = nan
             i, j = (int(x) for x in results[s].isnan().nonzero()[0])
-            report.add(f"waits until the tiles are loaded on {dev}", False,
-                       f"M, N, K = {s} ({held}): C[{i}][{j}] came out NaN", LOADED_HINT)
+            report.add(
+                f"waits until the tiles are loaded on {dev}",
+                False,
+                f"M, N, K = {s} ({held}): C[{i}][{j}] came out NaN",
+                LOADED_HINT,
+            )
         elif not bad:
             report.add(f"waits until the tiles are loaded on {dev}", True, held)
         else:
@@ -164,11 +192,17 @@ def grade(ops, kit_root):
             report.add(f"waits before overwriting the tiles on {dev}", True, f"{held}, K up to {STEPS[1][2]}")
         elif not nan and not any(s in bad for s in ONE_STEP):
             s = next(s for s in STEPS if s in bad)
-            report.add(f"waits before overwriting the tiles on {dev}", False,
-                       describe(s, bad[s]) + f" ({held}); right on every input with K <= 32", OVERWRITE_HINT)
+            report.add(
+                f"waits before overwriting the tiles on {dev}",
+                False,
+                describe(s, bad[s]) + f" ({held}); right on every input with K <= 32",
+                OVERWRITE_HINT,
+            )
         else:
-            report.skip(f"waits before overwriting the tiles on {dev}",
-                        "not checked yet: C is wrong even with one step along k (see above)")
+            report.skip(
+                f"waits before overwriting the tiles on {dev}",
+                "not checked yet: C is wrong even with one step along k (see above)",
+            )
 
     if not GPU:
         report.skip("speed against the lesson's smem kernel", "needs a CUDA GPU: none here")
@@ -195,12 +229,15 @@ def speed(report, op, ops):
     # in turn, so that other work on a shared GPU (a class on one server) slows both alike
     t = side_by_side({"lesson": lambda: lessons.matmul(a, b, version="smem"), "ours": lambda: op(a, b, out=c)})
     lesson, ours = t["lesson"].median, t["ours"].median
-    tflops = 2 * n ** 3 / ours / 1e12
+    tflops = 2 * n**3 / ours / 1e12
     ratio = lesson / ours
-    report.add(f"speed against the lesson's smem kernel ({n}^3)", ratio >= SPEED_BAR,
-               f"{ours * 1e3:.2f} ms ({tflops:.1f} TFLOP/s), {ratio:.0%} of matmul_smem_kernel's "
-               f"{lesson * 1e3:.2f} ms (bar: {SPEED_BAR:.0%})",
-               "correct but slow: is each tile loaded coalesced? a warp is the 32 threads of one ty: when tx walks "
-               "along a row of A and of B, they read 32 consecutive floats (4 memory transactions); walking down a "
-               "column, each reads a different row (32 transactions), and the tile is written across one bank of "
-               "shared memory")
+    report.add(
+        f"speed against the lesson's smem kernel ({n}^3)",
+        ratio >= SPEED_BAR,
+        f"{ours * 1e3:.2f} ms ({tflops:.1f} TFLOP/s), {ratio:.0%} of matmul_smem_kernel's "
+        f"{lesson * 1e3:.2f} ms (bar: {SPEED_BAR:.0%})",
+        "correct but slow: is each tile loaded coalesced? a warp is the 32 threads of one ty: when tx walks "
+        "along a row of A and of B, they read 32 consecutive floats (4 memory transactions); walking down a "
+        "column, each reads a different row (32 transactions), and the tile is written across one bank of "
+        "shared memory",
+    )

@@ -1,5 +1,6 @@
 """Exercise 9: C = A @ B with tiles in shared memory. Edit matmul_tile_thread in ex9_matmul_tile.h; grade with
 kit.grade.check("ex9_matmul_tile")."""
+
 import torch
 
 SCHEMAS = ["ex9_matmul_tile(Tensor a, Tensor b, Tensor(a!) out, bool stagger=False) -> ()"]

@@ -38,13 +38,17 @@ static void add2_out_cpu_impl(const at::Tensor& a, const at::Tensor& b, at::Tens
 }
 
 static at::Tensor add2_seed_cpu_impl(const at::Tensor& a, const at::Tensor&) {
-    TORCH_CHECK(false, "add2(version=\"seed\") is the add2 tutorial's CUDA kernel and has no CPU version; "
-                "a is on ", a.device(), ". Use a CUDA tensor, or the default version.");
+    TORCH_CHECK(false,
+                "add2(version=\"seed\") is the add2 tutorial's CUDA kernel and has no CPU version; "
+                "a is on ",
+                a.device(), ". Use a CUDA tensor, or the default version.");
 }
 
 static at::Tensor add2_gpu_only_cpu_impl(const at::Tensor& a, const at::Tensor&) {
-    TORCH_CHECK(false, "add2(version=\"unguarded\"/\"set_device\") are lessons about choosing a GPU and have no CPU "
-                "version; a is on ", a.device());
+    TORCH_CHECK(false,
+                "add2(version=\"unguarded\"/\"set_device\") are lessons about choosing a GPU and have no CPU "
+                "version; a is on ",
+                a.device());
 }
 
 TORCH_LIBRARY_IMPL(labkit, CPU, m) {
@@ -82,9 +86,7 @@ static at::Tensor add2_autograd_impl(const at::Tensor& a, const at::Tensor& b) {
     return wants_grad(a, b) ? Add2Function::apply(a, b) : add2_below_autograd(a, b);
 }
 
-TORCH_LIBRARY_IMPL(labkit, Autograd, m) {
-    m.impl("add2", &add2_autograd_impl);
-}
+TORCH_LIBRARY_IMPL(labkit, Autograd, m) { m.impl("add2", &add2_autograd_impl); }
 
 // ----------------------------------------------------------------------------------------------
 // CUDA: every entry point makes the inputs' GPU current (the guard), then launches on its current
@@ -117,8 +119,10 @@ static at::Tensor add2_seed_cuda_impl(const at::Tensor& a, const at::Tensor& b) 
     const DType dtype = check_inputs("add2(version=\"seed\")", a, b);
     TORCH_CHECK_TYPE(dtype == DType::f32, "add2(version=\"seed\"): the tutorial's kernel takes float32 only, but a is ",
                      a.scalar_type());
-    TORCH_CHECK_VALUE(a.numel() <= INT32_MAX, "add2(version=\"seed\"): the tutorial's kernel indexes with `int n`, so "
-                      "it takes at most 2^31 - 1 elements, but a has ", a.numel());
+    TORCH_CHECK_VALUE(a.numel() <= INT32_MAX,
+                      "add2(version=\"seed\"): the tutorial's kernel indexes with `int n`, so "
+                      "it takes at most 2^31 - 1 elements, but a has ",
+                      a.numel());
     const c10::cuda::CUDAGuard guard(a.device());
     at::Tensor c = at::empty(a.sizes(), a.options());
     if (c.numel() == 0) return c;

@@ -37,8 +37,7 @@ __global__ void add2_scalar_kernel(T* c, const T* a, const T* b, int64_t n) {
 
 // 3. One 16-byte pack per thread; the n % N elements past the last full pack go to block 0.
 template <typename T>
-__global__ void add2_vec_kernel(T* __restrict__ c, const T* __restrict__ a, const T* __restrict__ b,
-                                int64_t n) {
+__global__ void add2_vec_kernel(T* __restrict__ c, const T* __restrict__ a, const T* __restrict__ b, int64_t n) {
     constexpr int N = Pack16<T>::N;
     const int64_t n_packs = n / N;
     const int64_t p = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;

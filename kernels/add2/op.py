@@ -4,6 +4,7 @@ the friendly call `ops.add2`. The kernels are in add2.cu (GPU) and add2_cpu.cpp 
 The loader runs `register` once per process (a schema can be defined only once), and re-reads `add2`
 whenever this file changes. The gradient is registered in C++, in add2.cpp: no Python in the op's dispatch path.
 """
+
 import torch
 
 labkit = torch.ops.labkit  # this kit's operators: the loader defines them from SCHEMAS as it loads this file

@@ -40,8 +40,8 @@ inline Lanes shfl_down(Lanes a, int offset) {
 inline float lane0(Lanes a) { return a.lane[0]; }
 inline void atomic_add(float* p, float s) {  // atomic: the warps of a block run as threads (exercise 8)
     uint32_t seen = __atomic_load_n(reinterpret_cast<uint32_t*>(p), __ATOMIC_RELAXED);
-    while (!__atomic_compare_exchange_n(reinterpret_cast<uint32_t*>(p), &seen, f32_bits(f32_from_bits(seen) + s),
-                                        false, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    while (!__atomic_compare_exchange_n(reinterpret_cast<uint32_t*>(p), &seen, f32_bits(f32_from_bits(seen) + s), false,
+                                        __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
     }
 }
 inline Lanes operator+(Lanes a, Lanes b) {

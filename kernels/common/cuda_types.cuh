@@ -62,6 +62,7 @@ inline auto dispatch_dtype(DType dtype, F&& f) {
         case DType::f64: return f((double*)nullptr);
         case DType::f16: return f((__half*)nullptr);
         case DType::bf16: return f((__nv_bfloat16*)nullptr);
-        case DType::f32: default: return f((float*)nullptr);
+        case DType::f32:
+        default: return f((float*)nullptr);
     }
 }

@@ -8,21 +8,26 @@
 
 // The lesson kernels take float32 only: one dtype keeps them short.
 static void check_float32(const char* op, const char* arg, const at::Tensor& t) {
-    TORCH_CHECK_TYPE(t.scalar_type() == at::kFloat, op, ": ", arg, " must be float32 (the lesson kernels are "
-                     "written for float only), but got ", t.scalar_type());
+    TORCH_CHECK_TYPE(t.scalar_type() == at::kFloat, op, ": ", arg,
+                     " must be float32 (the lesson kernels are "
+                     "written for float only), but got ",
+                     t.scalar_type());
 }
 
 // printf's buffer on the GPU holds about 1 MB; a line per element of a big tensor would overflow it silently.
 static void check_printf_input(const at::Tensor& x) {
     check_float32("debug_printf", "x", x);
-    TORCH_CHECK_VALUE(x.numel() <= 1024, "debug_printf: prints one line per element, so x may have at most 1024 "
-                      "elements, but has ", x.numel(), "; print a slice");
+    TORCH_CHECK_VALUE(x.numel() <= 1024,
+                      "debug_printf: prints one line per element, so x may have at most 1024 "
+                      "elements, but has ",
+                      x.numel(), "; print a slice");
 }
 
 // y is written through its raw pointer, so it must be one contiguous block; count is the (wrong) bound.
 static void check_oob_write_input(const at::Tensor& y, int64_t count) {
     check_float32("debug_oob_write", "y", y);
-    TORCH_CHECK_VALUE(y.is_contiguous(), "debug_oob_write: y must be contiguous (it is written through a raw "
+    TORCH_CHECK_VALUE(y.is_contiguous(),
+                      "debug_oob_write: y must be contiguous (it is written through a raw "
                       "pointer)");
     TORCH_CHECK_VALUE(count >= 0, "debug_oob_write: count must be >= 0, but got ", count);
 }
@@ -49,8 +54,10 @@ static void oob_write_cpu_impl(at::Tensor& y, int64_t count) {
 
 static at::Tensor block_reverse_cpu_impl(const at::Tensor& x, bool race) {
     check_block_reverse_input(x);
-    TORCH_CHECK(!race, "debug_block_reverse(race=True) runs smem_race_kernel, a GPU lesson: a race needs threads "
-                "that run at once and share memory, and the CPU path runs one loop; x is on ", x.device());
+    TORCH_CHECK(!race,
+                "debug_block_reverse(race=True) runs smem_race_kernel, a GPU lesson: a race needs threads "
+                "that run at once and share memory, and the CPU path runs one loop; x is on ",
+                x.device());
     const at::Tensor xc = x.contiguous();
     at::Tensor y = at::empty(x.sizes(), x.options());
     block_reverse_cpu(y.data_ptr<float>(), xc.data_ptr<float>(), xc.numel());

@@ -2,6 +2,7 @@
 write, a shared-memory race): run those in a child process (kit.devices.run_isolated), never in a session you want
 to keep. The kernels are in debug_lab.cu (GPU) and debug_lab_cpu.cpp (CPU); debug_lab.cpp binds them.
 """
+
 import torch
 
 SCHEMAS = [

@@ -26,8 +26,10 @@ static DType check_backward_inputs(const at::Tensor& grad_out, const at::Tensor&
 static void check_seed_input(const char* op, const at::Tensor& x) {
     TORCH_CHECK_TYPE(kit_dtype(op, "x", x) == DType::f32, op, ": the tutorial's kernel takes float32 only, but x is ",
                      x.scalar_type());
-    TORCH_CHECK_VALUE(x.numel() <= INT32_MAX, op, ": the tutorial's kernel indexes with `int numel`, so it takes at "
-                      "most 2^31 - 1 elements, but x has ", x.numel());
+    TORCH_CHECK_VALUE(x.numel() <= INT32_MAX, op,
+                      ": the tutorial's kernel indexes with `int numel`, so it takes at "
+                      "most 2^31 - 1 elements, but x has ",
+                      x.numel());
 }
 
 // ----------------------------------------------------------------------------------------------
@@ -56,8 +58,10 @@ static at::Tensor elu_seed_cpu_impl(const at::Tensor& x) {
 }
 
 static at::Tensor elu_seed_smem_cpu_impl(const at::Tensor& x) {
-    TORCH_CHECK(false, "elu(version=\"seed_smem\") is the ELU tutorial's CUDA kernel and has no CPU version; x is "
-                "on ", x.device(), ". Use a CUDA tensor, or the default version.");
+    TORCH_CHECK(false,
+                "elu(version=\"seed_smem\") is the ELU tutorial's CUDA kernel and has no CPU version; x is "
+                "on ",
+                x.device(), ". Use a CUDA tensor, or the default version.");
 }
 
 TORCH_LIBRARY_IMPL(labkit, CPU, m) {
@@ -84,8 +88,7 @@ static at::Tensor elu_op(const at::Tensor& x, double alpha) {
 }
 
 static at::Tensor elu_backward_op(const at::Tensor& grad_out, const at::Tensor& x, double alpha) {
-    static const auto op =
-        typed_op<at::Tensor(const at::Tensor&, const at::Tensor&, double)>("labkit::elu_backward");
+    static const auto op = typed_op<at::Tensor(const at::Tensor&, const at::Tensor&, double)>("labkit::elu_backward");
     return op.call(grad_out, x, alpha);
 }
 
@@ -172,8 +175,8 @@ static at::Tensor elu_seed_cuda_impl(const at::Tensor& x) {
     at::Tensor y = at::empty(x.sizes(), x.options());
     if (y.numel() == 0) return y;
     const at::Tensor xc = x.contiguous();
-    check_launch("elu_kernel", elu_seed_cuda(y.data_ptr<float>(), xc.data_ptr<float>(), int(y.numel()),
-                                             current_stream()));
+    check_launch("elu_kernel",
+                 elu_seed_cuda(y.data_ptr<float>(), xc.data_ptr<float>(), int(y.numel()), current_stream()));
     return y;
 }
 
@@ -183,8 +186,8 @@ static at::Tensor elu_seed_smem_cuda_impl(const at::Tensor& x) {
     at::Tensor y = at::empty(x.sizes(), x.options());
     if (y.numel() == 0) return y;
     const at::Tensor xc = x.contiguous();
-    check_launch("elu_smem_kernel", elu_seed_smem_cuda(y.data_ptr<float>(), xc.data_ptr<float>(), int(y.numel()),
-                                                       current_stream()));
+    check_launch("elu_smem_kernel",
+                 elu_seed_smem_cuda(y.data_ptr<float>(), xc.data_ptr<float>(), int(y.numel()), current_stream()));
     return y;
 }
 

@@ -49,7 +49,7 @@ __device__ __forceinline__ compute_t<T> elu_value(compute_t<T> x, compute_t<T> a
     if constexpr (sizeof(T) == 2) {
         e = alpha * expm1_short(x);  // 16-bit: arithmetic is the limit; same 16-bit results as expm1f
     } else if constexpr (std::is_same_v<T, float>) {
-        e = alpha * expm1f(x);       // what F.elu computes: bit-identical to it
+        e = alpha * expm1f(x);  // what F.elu computes: bit-identical to it
     } else {
         e = alpha * expm1(x);
     }
@@ -217,7 +217,7 @@ constexpr int kBackwardThreads = 256;
 
 cudaError_t elu_seed_cuda(float* y, const float* x, int n, cudaStream_t stream) {
     elu_kernel<<<cdiv(n, kThreads), kThreads, 0, stream>>>(x, y, n);  // the tutorial used the default stream
-    return cudaGetLastError();                                          // and never checked the launch
+    return cudaGetLastError();  // and never checked the launch
 }
 
 cudaError_t elu_seed_smem_cuda(float* y, const float* x, int n, cudaStream_t stream) {
@@ -256,8 +256,9 @@ cudaError_t elu_backward_cuda(DType dtype, void* dx, const void* dy, const void*
         const T* dy_ = static_cast<const T*>(dy);
         const T* x_ = static_cast<const T*>(x);
         if (aligned16(dx) && aligned16(dy) && aligned16(x)) {
-            elu_backward_vec_kernel<T><<<vec_blocks<T>(n, kBackwardThreads, kBackwardPacks), kBackwardThreads, 0,
-                                         stream>>>(dx_, dy_, x_, a, n);
+            elu_backward_vec_kernel<T>
+                <<<vec_blocks<T>(n, kBackwardThreads, kBackwardPacks), kBackwardThreads, 0, stream>>>(dx_, dy_, x_, a,
+                                                                                                      n);
         } else {
             elu_backward_scalar_kernel<T><<<cdiv(n, kThreads), kThreads, 0, stream>>>(dx_, dy_, x_, a, n);
         }

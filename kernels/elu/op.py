@@ -5,6 +5,7 @@ schemas, how PyTorch's compiler and autograd see it, and the friendly call `ops.
 The loader runs `register` once per process (a schema can be defined only once), and re-reads `elu` whenever
 this file changes. The gradients are registered in C++, in elu.cpp: no Python runs in the op's dispatch path.
 """
+
 import torch
 
 labkit = torch.ops.labkit  # this kit's operators: the loader defines them from SCHEMAS as it loads this file
@@ -29,8 +30,12 @@ def register(lib):
 
 
 def _check_float(op, name, t):
-    torch._check(t.dtype in FLOAT_DTYPES, lambda: f"{op}: {name} must be a floating-point tensor (float32, "
-                                                  f"float64, float16 or bfloat16), but got {t.dtype}")
+    torch._check(
+        t.dtype in FLOAT_DTYPES,
+        lambda: (
+            f"{op}: {name} must be a floating-point tensor (float32, float64, float16 or bfloat16), but got {t.dtype}"
+        ),
+    )
 
 
 def _elu_fake(x, alpha=1.0):
@@ -40,8 +45,10 @@ def _elu_fake(x, alpha=1.0):
 
 def _elu_backward_fake(grad_out, x, alpha):
     _check_float("elu_backward", "x", x)
-    torch._check(grad_out.shape == x.shape, lambda: f"elu_backward: grad_out and x must have the same shape, "
-                                                    f"got {grad_out.shape} and {x.shape}")
+    torch._check(
+        grad_out.shape == x.shape,
+        lambda: f"elu_backward: grad_out and x must have the same shape, got {grad_out.shape} and {x.shape}",
+    )
     return x.new_empty(x.shape)
 
 
@@ -54,6 +61,8 @@ def elu(x, alpha=1.0, *, version="fast"):
     if version not in VERSIONS:
         raise ValueError(f"elu: version must be one of {', '.join(map(repr, VERSIONS))}, got {version!r}")
     if alpha != 1.0:
-        raise ValueError(f"elu: version={version!r} is the tutorial's kernel, whose alpha is fixed at 1.0 "
-                         f"(#define ALPHA), but alpha={alpha!r}")
+        raise ValueError(
+            f"elu: version={version!r} is the tutorial's kernel, whose alpha is fixed at 1.0 "
+            f"(#define ALPHA), but alpha={alpha!r}"
+        )
     return getattr(labkit, VERSIONS[version])(x)

@@ -29,8 +29,8 @@ static at::Tensor matmul_cpu_impl(const at::Tensor& a, const at::Tensor& b) {
 }
 
 static at::Tensor matmul_version_cpu_impl(const at::Tensor& a, const at::Tensor&, int64_t) {
-    TORCH_CHECK(false, "matmul(version=...) runs the lesson's GPU kernels and has no CPU version; a is on ",
-                a.device(), ". Use CUDA tensors, or the default version.");
+    TORCH_CHECK(false, "matmul(version=...) runs the lesson's GPU kernels and has no CPU version; a is on ", a.device(),
+                ". Use CUDA tensors, or the default version.");
 }
 
 static int64_t matmul_choice_cpu_impl(const at::Tensor& a, const at::Tensor& b) {
@@ -79,9 +79,7 @@ static at::Tensor matmul_autograd_impl(const at::Tensor& a, const at::Tensor& b)
     return matmul_op(a, b);
 }
 
-TORCH_LIBRARY_IMPL(labkit, Autograd, m) {
-    m.impl("matmul", &matmul_autograd_impl);
-}
+TORCH_LIBRARY_IMPL(labkit, Autograd, m) { m.impl("matmul", &matmul_autograd_impl); }
 
 // ----------------------------------------------------------------------------------------------
 // CUDA: the guard makes a's GPU current; launches go to its current stream.
@@ -119,26 +117,34 @@ static at::Tensor matmul_cuda_impl(const at::Tensor& a, const at::Tensor& b) {
 
 static at::Tensor matmul_version_cuda_impl(const at::Tensor& a, const at::Tensor& b, int64_t version) {
     const char* op = "matmul(version=...)";
-    TORCH_CHECK_VALUE(version >= kMatmulNaive && version <= kMatmulTall, "matmul_version: version must be 1 "
+    TORCH_CHECK_VALUE(version >= kMatmulNaive && version <= kMatmulTall,
+                      "matmul_version: version must be 1 "
                       "(naive), 2 (coalesced), 3 (smem), 4 (reg1d), 5 (reg2d), 6 (vec), 7 (wmma), 8 (wgmma), "
-                      "9 (warpspec), 10 (wide), 11 (persistent) or 12 (tall); got ", version);
+                      "9 (warpspec), 10 (wide), 11 (persistent) or 12 (tall); got ",
+                      version);
     const DType dtype = check_inputs(op, a, b);
     const bool tensor_cores = version >= kMatmulWmma;
     if (tensor_cores) {
-        TORCH_CHECK_TYPE(dtype == DType::f16 || dtype == DType::bf16, op, ": the tensor-core versions 7-12 take "
-                         "float16 or bfloat16 only, but a is ", a.scalar_type());
+        TORCH_CHECK_TYPE(dtype == DType::f16 || dtype == DType::bf16, op,
+                         ": the tensor-core versions 7-12 take "
+                         "float16 or bfloat16 only, but a is ",
+                         a.scalar_type());
     } else {
         TORCH_CHECK_TYPE(dtype == DType::f32, op, ": the lesson's versions 1-6 take float32 only, but a is ",
                          a.scalar_type(), " (7-12 take float16 and bfloat16; the default takes every dtype)");
     }
     if (version == kMatmulWmma) {
-        TORCH_CHECK(matmul_wmma_supported(a.get_device()), op, ": version \"wmma\" needs a GPU of "
-                    "compute capability 8.0 (Ampere) or newer; ", a.device(), " is older");
+        TORCH_CHECK(matmul_wmma_supported(a.get_device()), op,
+                    ": version \"wmma\" needs a GPU of "
+                    "compute capability 8.0 (Ampere) or newer; ",
+                    a.device(), " is older");
     } else if (version >= kMatmulWgmma) {
         const c10::cuda::CUDAGuard guard(a.device());
-        TORCH_CHECK(matmul_hopper_available(a.get_device()), op, ": versions 8-12 (wgmma, TMA) need a Hopper GPU "
+        TORCH_CHECK(matmul_hopper_available(a.get_device()), op,
+                    ": versions 8-12 (wgmma, TMA) need a Hopper GPU "
                     "(compute capability 9.0) and the op built for sm_90a (TORCH_CUDA_ARCH_LIST=9.0a, or unset on a "
-                    "machine with a Hopper GPU); ", a.device(), " cannot run them");
+                    "machine with a Hopper GPU); ",
+                    a.device(), " cannot run them");
     }
     return matmul_cuda_run(dtype, a, b, int(version));
 }

@@ -289,9 +289,8 @@ constexpr int kWThreads = 128;                          // 4 warps, 2 x 2, each 
 constexpr int kPad16 = 8, kPad32 = 4;                   // 16 bytes of 16-bit elements, of floats
 
 bool matmul_wmma_supported(int device) {
-    const int major = per_device(device, [device] {
-        return device_attribute(cudaDevAttrComputeCapabilityMajor, device, -1);
-    });
+    const int major =
+        per_device(device, [device] { return device_attribute(cudaDevAttrComputeCapabilityMajor, device, -1); });
     return major >= 8;
 }
 
@@ -383,8 +382,7 @@ static cudaError_t launch_wmma(T* c, const T* a, const T* b, int64_t M, int64_t 
     const dim3 grid(cdiv(N, kWN), cdiv(M, kWM));
     if (K % 8 == 0 && N % 8 == 0 && aligned16(a) && aligned16(b))
         matmul_wmma_kernel<T, true><<<grid, kWThreads, 0, s>>>(c, a, b, M, N, K);
-    else
-        matmul_wmma_kernel<T, false><<<grid, kWThreads, 0, s>>>(c, a, b, M, N, K);
+    else matmul_wmma_kernel<T, false><<<grid, kWThreads, 0, s>>>(c, a, b, M, N, K);
     return cudaGetLastError();
 }
 
@@ -392,8 +390,8 @@ static cudaError_t matmul_f32(int version, float* c, const float* a, const float
                               cudaStream_t s) {
     switch (version) {
         case kMatmulNaive: {  // blockIdx.y over row tiles here too; threadIdx.x is the row within one
-            matmul_naive_kernel<<<dim3(cdiv(N, kSimple), cdiv(M, kSimple)), dim3(kSimple, kSimple), 0, s>>>(c, a, b,
-                                                                                                         M, N, K);
+            matmul_naive_kernel<<<dim3(cdiv(N, kSimple), cdiv(M, kSimple)), dim3(kSimple, kSimple), 0, s>>>(c, a, b, M,
+                                                                                                            N, K);
             return cudaGetLastError();
         }
         case kMatmulCoalesced: {
@@ -423,19 +421,20 @@ static cudaError_t matmul_f32(int version, float* c, const float* a, const float
 static cudaError_t matmul_rows(int version, DType dtype, void* c, const void* a, const void* b, int64_t M, int64_t N,
                                int64_t K, int64_t lda, int64_t ldb, int device, cudaStream_t stream) {
     switch (dtype) {
-        case DType::f32:
-            return matmul_f32(version, (float*)c, (const float*)a, (const float*)b, M, N, K, stream);
-        case DType::f64:
-            return launch_smem((double*)c, (const double*)a, (const double*)b, M, N, K, stream);
+        case DType::f32: return matmul_f32(version, (float*)c, (const float*)a, (const float*)b, M, N, K, stream);
+        case DType::f64: return launch_smem((double*)c, (const double*)a, (const double*)b, M, N, K, stream);
         case DType::f16:
         case DType::bf16:
-            if (version >= kMatmulWgmma) return matmul_hopper(version, dtype, c, a, b, M, N, K, lda, ldb, device, stream);
+            if (version >= kMatmulWgmma)
+                return matmul_hopper(version, dtype, c, a, b, M, N, K, lda, ldb, device, stream);
             if (dtype == DType::f16) {
-                if (version == kMatmulWmma) return launch_wmma((__half*)c, (const __half*)a, (const __half*)b, M, N, K, stream);
+                if (version == kMatmulWmma)
+                    return launch_wmma((__half*)c, (const __half*)a, (const __half*)b, M, N, K, stream);
                 return launch_smem((__half*)c, (const __half*)a, (const __half*)b, M, N, K, stream);
             }
             if (version == kMatmulWmma)
-                return launch_wmma((__nv_bfloat16*)c, (const __nv_bfloat16*)a, (const __nv_bfloat16*)b, M, N, K, stream);
+                return launch_wmma((__nv_bfloat16*)c, (const __nv_bfloat16*)a, (const __nv_bfloat16*)b, M, N, K,
+                                   stream);
             return launch_smem((__nv_bfloat16*)c, (const __nv_bfloat16*)a, (const __nv_bfloat16*)b, M, N, K, stream);
     }
     return cudaErrorInvalidValue;

@@ -18,8 +18,8 @@ constexpr int64_t kBlockM = 64, kBlockN = 256, kBlockK = 64;
 
 // C = A @ B, all of type A_t (float or double). C is overwritten.
 template <typename A_t>
-static void matmul_blocked(A_t* __restrict c, const A_t* __restrict a, const A_t* __restrict b, int64_t M,
-                           int64_t N, int64_t K) {
+static void matmul_blocked(A_t* __restrict c, const A_t* __restrict a, const A_t* __restrict b, int64_t M, int64_t N,
+                           int64_t K) {
     for (int64_t i = 0; i < M * N; i++) c[i] = 0;
     for (int64_t i0 = 0; i0 < M; i0 += kBlockM) {
         const int64_t i1 = i0 + kBlockM < M ? i0 + kBlockM : M;

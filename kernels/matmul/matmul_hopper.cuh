@@ -18,11 +18,11 @@
 
 namespace {
 
-constexpr int kBK = 64;                                 // k per slot: 64 16-bit elements = one 128-byte swizzle row
-constexpr int kHM = 128;                                // rows of version 8's output tile
-constexpr int kStrip = 64;                              // columns of B per TMA box (128 bytes)
-constexpr int kTileBytesA = kHM * kBK * 2;              // 16 KB: version 8's A tile
-constexpr int kStripBytes = kBK * kStrip * 2;           // 8 KB: one 64-column strip of B's tile
+constexpr int kBK = 64;  // k per slot: 64 16-bit elements = one 128-byte swizzle row
+constexpr int kHM = 128;  // rows of version 8's output tile
+constexpr int kStrip = 64;  // columns of B per TMA box (128 bytes)
+constexpr int kTileBytesA = kHM * kBK * 2;  // 16 KB: version 8's A tile
+constexpr int kStripBytes = kBK * kStrip * 2;  // 8 KB: one 64-column strip of B's tile
 constexpr int kWarpgroup = 128;
 
 // ----------------------------------------------------------------------------------------------
@@ -36,8 +36,7 @@ __device__ __forceinline__ void bar_init(uint64_t* bar, int count) {
 
 // The producer's arrival, which also tells the barrier how many bytes TMA will write before the phase completes.
 __device__ __forceinline__ void bar_expect_bytes(uint64_t* bar, uint32_t bytes) {
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes)
-                 : "memory");
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes) : "memory");
 }
 
 __device__ __forceinline__ void bar_arrive(uint64_t* bar) {
@@ -187,9 +186,7 @@ __device__ __forceinline__ void store_block(T* c, const float* d, int64_t row0, 
 
 // Dynamic shared memory, rounded up to the 1024 bytes that the 128-byte swizzle's pattern repeats over (the
 // launchers ask for 1 KB more than they use).
-__device__ __forceinline__ uint8_t* aligned_smem(uint8_t* raw) {
-    return raw + ((1024 - smem_addr(raw) % 1024) % 1024);
-}
+__device__ __forceinline__ uint8_t* aligned_smem(uint8_t* raw) { return raw + ((1024 - smem_addr(raw) % 1024) % 1024); }
 
 // ----------------------------------------------------------------------------------------------
 // 9-12. Warp specialization: warpgroup 0 is the producer (one thread issues every TMA copy), warpgroups 1 ..
@@ -331,8 +328,8 @@ PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
     static const PFN_cuTensorMapEncodeTiled_v12000 encode = [] {
         void* fn = nullptr;
         cudaDriverEntryPointQueryResult found{};
-        const cudaError_t e = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault,
-                                                               &found);
+        const cudaError_t e =
+            cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found);
         if (e != cudaSuccess || found != cudaDriverEntryPointSuccess) {
             cudaGetLastError();
             return PFN_cuTensorMapEncodeTiled_v12000(nullptr);
@@ -352,8 +349,8 @@ bool make_map(CUtensorMap* map, const T* p, int64_t rows, int64_t cols, int64_t 
     const cuuint64_t strides[1] = {cuuint64_t(stride) * sizeof(T)};  // bytes from one row to the next
     const cuuint32_t box[2] = {kStrip, cuuint32_t(box_rows)};
     const cuuint32_t elem_strides[2] = {1, 1};
-    const CUtensorMapDataType type =
-        std::is_same_v<T, __half> ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+    const CUtensorMapDataType type = std::is_same_v<T, __half> ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+                                                               : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
     return encode(map, type, 2, const_cast<T*>(p), dims, strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
                   CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                   CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;

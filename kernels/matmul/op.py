@@ -6,6 +6,7 @@ the gradient, in C++.
 The loader runs `register` once per process (a schema can be defined only once), and re-reads `matmul` whenever
 this file changes.
 """
+
 import torch
 
 labkit = torch.ops.labkit  # this kit's operators: the loader defines them from SCHEMAS as it loads this file
@@ -18,8 +19,20 @@ SCHEMAS = [
 
 FLOAT_DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
 # the lesson's versions (matmul.cu), by name, simplest first; "fast" is the op itself
-VERSIONS = {"naive": 1, "coalesced": 2, "smem": 3, "reg1d": 4, "reg2d": 5, "vec": 6, "wmma": 7,
-            "wgmma": 8, "warpspec": 9, "wide": 10, "persistent": 11, "tall": 12}
+VERSIONS = {
+    "naive": 1,
+    "coalesced": 2,
+    "smem": 3,
+    "reg1d": 4,
+    "reg2d": 5,
+    "vec": 6,
+    "wmma": 7,
+    "wgmma": 8,
+    "warpspec": 9,
+    "wide": 10,
+    "persistent": 11,
+    "tall": 12,
+}
 _NAMES = {0: "cpu", **{number: name for name, number in VERSIONS.items()}}
 
 
@@ -38,21 +51,37 @@ def _matmul_fake(a, b):
     """The binding's checks (matmul.cpp, check_inputs), with its messages, and the output's shape."""
     _check_float("a", a)
     _check_float("b", b)
-    torch._check(a.device == b.device, lambda: f"matmul: a and b must be on the same device, but a is on {a.device} "
-                                               f"and b is on {b.device}")
-    torch._check(a.dtype == b.dtype, lambda: f"matmul: a and b must have the same dtype, but a is {a.dtype} and b "
-                                             f"is {b.dtype}")
-    torch._check(a.dim() == 2 and b.dim() == 2, lambda: f"matmul: a and b must be 2-D matrices, but a has shape "
-                                                        f"{list(a.shape)} and b has shape {list(b.shape)}")
-    torch._check(a.shape[1] == b.shape[0], lambda: f"matmul: a's columns must match b's rows (a is M x K, b is "
-                                                   f"K x N), but a has shape {list(a.shape)} and b has shape "
-                                                   f"{list(b.shape)}")
+    torch._check(
+        a.device == b.device,
+        lambda: f"matmul: a and b must be on the same device, but a is on {a.device} and b is on {b.device}",
+    )
+    torch._check(
+        a.dtype == b.dtype, lambda: f"matmul: a and b must have the same dtype, but a is {a.dtype} and b is {b.dtype}"
+    )
+    torch._check(
+        a.dim() == 2 and b.dim() == 2,
+        lambda: (
+            f"matmul: a and b must be 2-D matrices, but a has shape {list(a.shape)} and b has shape {list(b.shape)}"
+        ),
+    )
+    torch._check(
+        a.shape[1] == b.shape[0],
+        lambda: (
+            f"matmul: a's columns must match b's rows (a is M x K, b is "
+            f"K x N), but a has shape {list(a.shape)} and b has shape "
+            f"{list(b.shape)}"
+        ),
+    )
     return a.new_empty((a.shape[0], b.shape[1]))
 
 
 def _check_float(name, t):
-    torch._check(t.dtype in FLOAT_DTYPES, lambda: f"matmul: {name} must be a floating-point tensor (float32, float64, "
-                                                  f"float16 or bfloat16), but got {t.dtype}")
+    torch._check(
+        t.dtype in FLOAT_DTYPES,
+        lambda: (
+            f"matmul: {name} must be a floating-point tensor (float32, float64, float16 or bfloat16), but got {t.dtype}"
+        ),
+    )
 
 
 def matmul(a, b, *, version="fast", which=False):
@@ -66,6 +95,5 @@ def matmul(a, b, *, version="fast", which=False):
     if version == "fast":
         return labkit.matmul.default(a, b)
     if version not in VERSIONS:
-        raise ValueError(f"matmul: version must be \"fast\" or one of {', '.join(map(repr, VERSIONS))}, "
-                         f"got {version!r}")
+        raise ValueError(f'matmul: version must be "fast" or one of {", ".join(map(repr, VERSIONS))}, got {version!r}')
     return labkit.matmul_version.default(a, b, VERSIONS[version])

@@ -5,6 +5,7 @@ lesson's five versions) and sum_cpu.cpp (CPU); sum.cpp binds them and holds the 
 The loader runs `register` once per process (a schema can be defined only once), and re-reads `sum` whenever this
 file changes.
 """
+
 import torch
 
 labkit = torch.ops.labkit  # this kit's operators: the loader defines them from SCHEMAS as it loads this file
@@ -26,8 +27,10 @@ def register(lib):
 
 
 def _sum_fake(x, dim=None):
-    torch._check(x.dtype in FLOAT_DTYPES, lambda: f"sum: x must be a floating-point tensor (float32, float64, "
-                                                  f"float16 or bfloat16), but got {x.dtype}")
+    torch._check(
+        x.dtype in FLOAT_DTYPES,
+        lambda: f"sum: x must be a floating-point tensor (float32, float64, float16 or bfloat16), but got {x.dtype}",
+    )
     if dim is None or x.dim() == 0:
         return x.new_empty(())
     return x.new_empty(x.shape[:-1])
@@ -40,7 +43,7 @@ def sum(x, dim=None, *, version="fast"):  # noqa: A001 (ops.sum, as torch.sum)
     if version == "fast":
         return labkit.sum.default(x, dim)
     if version not in VERSIONS:
-        raise ValueError(f"sum: version must be \"fast\" or one of {', '.join(map(repr, VERSIONS))}, got {version!r}")
+        raise ValueError(f'sum: version must be "fast" or one of {", ".join(map(repr, VERSIONS))}, got {version!r}')
     if dim is not None:
         raise ValueError(f"sum: version={version!r} sums every element; dim must be None, got {dim!r}")
     return labkit.sum_version.default(x, VERSIONS[version])

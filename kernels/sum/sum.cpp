@@ -14,8 +14,10 @@ struct RowsView {
 static RowsView rows_view(const at::Tensor& x, std::optional<int64_t> dim) {
     if (!dim) return {1, x.numel(), {}};
     const int64_t last = x.dim() == 0 ? 0 : x.dim() - 1;
-    TORCH_CHECK_INDEX(*dim == -1 || *dim == last, "sum: dim must be None (every element) or the last dimension "
-                      "(-1 or ", last, "), but got dim=", *dim, " for x of shape ", x.sizes(),
+    TORCH_CHECK_INDEX(*dim == -1 || *dim == last,
+                      "sum: dim must be None (every element) or the last dimension "
+                      "(-1 or ",
+                      last, "), but got dim=", *dim, " for x of shape ", x.sizes(),
                       ". To sum over another dimension, move it last first: ops.sum(x.movedim(d, -1), dim=-1)");
     if (x.dim() == 0) return {1, 1, {}};
     std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end() - 1);
@@ -81,9 +83,7 @@ static at::Tensor sum_autograd_impl(const at::Tensor& x, std::optional<int64_t> 
     return sum_op(x, dim);
 }
 
-TORCH_LIBRARY_IMPL(labkit, Autograd, m) {
-    m.impl("sum", &sum_autograd_impl);
-}
+TORCH_LIBRARY_IMPL(labkit, Autograd, m) { m.impl("sum", &sum_autograd_impl); }
 
 // ----------------------------------------------------------------------------------------------
 // CUDA: the guard makes x's GPU current; launches go to its current stream. The partial sums of split rows
@@ -107,10 +107,14 @@ static at::Tensor sum_cuda_impl(const at::Tensor& x, std::optional<int64_t> dim)
 }
 
 static at::Tensor sum_version_cuda_impl(const at::Tensor& x, int64_t version) {
-    TORCH_CHECK_VALUE(version >= 1 && version <= 4, "sum_version: version must be 1 (atomic), 2 (interleaved), "
-                      "3 (sequential) or 4 (warp); version 5 is ops.sum itself; got ", version);
-    TORCH_CHECK_TYPE(kit_dtype("sum(version=...)", "x", x) == DType::f32, "sum(version=...): the lesson's "
-                     "versions 1-4 take float32 only, but x is ", x.scalar_type());
+    TORCH_CHECK_VALUE(version >= 1 && version <= 4,
+                      "sum_version: version must be 1 (atomic), 2 (interleaved), "
+                      "3 (sequential) or 4 (warp); version 5 is ops.sum itself; got ",
+                      version);
+    TORCH_CHECK_TYPE(kit_dtype("sum(version=...)", "x", x) == DType::f32,
+                     "sum(version=...): the lesson's "
+                     "versions 1-4 take float32 only, but x is ",
+                     x.scalar_type());
     const c10::cuda::CUDAGuard guard(x.device());
     at::Tensor out = at::empty({}, x.options());
     if (x.numel() == 0) return out.zero_();

@@ -124,8 +124,7 @@ constexpr int kUnroll = 4;  // 16-byte loads in flight per thread: 4 x 16 B x 20
 // splits. kVec: the row starts 16-byte aligned, so whole packs are read; else one element at a time.
 // One result per block: into out[row] when the row is not split, else into partial[blockIdx.x].
 template <typename T, bool kVec>
-__global__ void sum_rows_kernel(T* out, acc_t<T>* partial, const T* x, int64_t cols, int64_t splits,
-                                int64_t chunk) {
+__global__ void sum_rows_kernel(T* out, acc_t<T>* partial, const T* x, int64_t cols, int64_t splits, int64_t chunk) {
     using A = acc_t<T>;
     const int64_t row = blockIdx.x / splits, split = blockIdx.x % splits;
     const T* xr = x + row * cols;
@@ -289,11 +288,11 @@ cudaError_t sum_rows_cuda(DType dtype, void* out, const void* x, int64_t rows, i
         auto* partial = static_cast<acc_t<T>*>(workspace);
         const int64_t blocks = rows * plan.splits;
         if (vec) {
-            sum_rows_kernel<T, true><<<blocks, plan.threads, 0, stream>>>(out_, partial, x_, cols, plan.splits,
-                                                                           plan.chunk);
+            sum_rows_kernel<T, true>
+                <<<blocks, plan.threads, 0, stream>>>(out_, partial, x_, cols, plan.splits, plan.chunk);
         } else {
-            sum_rows_kernel<T, false><<<blocks, plan.threads, 0, stream>>>(out_, partial, x_, cols, plan.splits,
-                                                                            plan.chunk);
+            sum_rows_kernel<T, false>
+                <<<blocks, plan.threads, 0, stream>>>(out_, partial, x_, cols, plan.splits, plan.chunk);
         }
         cudaError_t err = cudaGetLastError();
         if (err != cudaSuccess || plan.splits == 1) return err;

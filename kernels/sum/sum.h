@@ -25,6 +25,5 @@ cudaError_t sum_rows_cuda(DType dtype, void* out, const void* x, int64_t rows, i
 // The lesson's versions 1-4 (float32, the whole tensor of n >= 1 elements; sum.cu explains each).
 // version 1 (atomics) needs no workspace; 2-4 need sum_version_workspace_bytes(version, n).
 int64_t sum_version_workspace_bytes(int version, int64_t n);
-cudaError_t sum_version_cuda(int version, float* out, const float* x, int64_t n, float* workspace,
-                             cudaStream_t stream);
+cudaError_t sum_version_cuda(int version, float* out, const float* x, int64_t n, float* workspace, cudaStream_t stream);
 #endif

@@ -1,5 +1,6 @@
 """The CPU out-of-bounds write, with the debug_lab of a scratch kit built with AddressSanitizer.
 Usage: asan_oob.py KERNELS BUILD_DIR N COUNT (kit.sanitizers.asan_oob prepares the copy and the environment)."""
+
 import sys
 
 import torch

@@ -1,5 +1,6 @@
 """The first three calls of torch.add and of ops.add2 in a fresh Python process, each timed to its end.
 Usage: cold_start.py DEVICE."""
+
 import sys
 import time
 

@@ -1,6 +1,7 @@
 """The loader's build of some ops, timed inside one Python process as a student meets it: the first call, then (with
 an op to edit) the call after a one-line kernel edit, with no restart. Usage: jit_build.py KERNELS BUILD_DIR CUDA(0/1)
 EDIT_OP|- OP...  (kit.build_ways.build_jit)."""
+
 import sys
 import time
 

@@ -1,6 +1,7 @@
 """ops.debug_lab("oob_write", y, count) on a y of n floats, then a later call and a wait.
 Usage: oob.py DEVICE N COUNT. Each step prints its name before it runs (kit.debugging.STEPS), so the output says which
 statement was running when the process failed, even when it dies of a signal."""
+
 import sys
 
 import torch

@@ -1,4 +1,5 @@
 """debug_lab's printf kernel, whose output the parent reads from this process's stdout."""
+
 import torch
 
 from loader import ops

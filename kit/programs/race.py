@@ -1,4 +1,5 @@
 """The racy and the right block reversal, 20 times each on 2^20 floats: how many elements each got wrong."""
+
 import torch
 
 from kit.programs import report

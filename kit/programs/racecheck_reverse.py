@@ -1,4 +1,5 @@
 """For compute-sanitizer's racecheck: the right block reversal, then the racy one."""
+
 import torch
 
 from loader import ops

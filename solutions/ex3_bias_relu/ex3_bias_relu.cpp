@@ -6,8 +6,8 @@ static void check_args(const at::Tensor& x, const at::Tensor& bias) {
     check_same_dtype("ex3_bias_relu", "x", x, "bias", bias);
     TORCH_CHECK_TYPE(x.scalar_type() == at::kFloat, "ex3_bias_relu: x must be float32, but got ", x.scalar_type());
     TORCH_CHECK_VALUE(x.dim() == 2, "ex3_bias_relu: x must be 2-D [rows, cols], but has shape ", x.sizes());
-    TORCH_CHECK_VALUE(bias.dim() == 1 && bias.size(0) == x.size(1), "ex3_bias_relu: bias must have shape [",
-                      x.size(1), "] (one per column of x), but has shape ", bias.sizes());
+    TORCH_CHECK_VALUE(bias.dim() == 1 && bias.size(0) == x.size(1), "ex3_bias_relu: bias must have shape [", x.size(1),
+                      "] (one per column of x), but has shape ", bias.sizes());
 }
 
 static at::Tensor bias_relu_cpu_impl(const at::Tensor& x, const at::Tensor& bias) {

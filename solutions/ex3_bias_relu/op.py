@@ -1,4 +1,5 @@
 """ex3_bias_relu (exercise 3, solution): relu(x + bias), bias broadcast along the rows of a 2-D x."""
+
 import torch
 
 SCHEMAS = ["ex3_bias_relu(Tensor x, Tensor bias) -> Tensor"]

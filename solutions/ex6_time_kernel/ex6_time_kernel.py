@@ -1,4 +1,5 @@
 """Exercise 6 (end of 04_timing.ipynb), solution: host timing, synchronised before and after each call."""
+
 import statistics
 import time
 
