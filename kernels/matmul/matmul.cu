@@ -29,7 +29,8 @@
 //   7. matmul_wmma_kernel       float16 / bfloat16 on tensor cores (nvcuda::wmma): each warp multiplies 16 x 16 x 16
 //                               fragments in one instruction, accumulating in float. Tiles are padded with zeros
 //                               in shared memory, so any M, N, K works; loaded 8 elements (16 bytes) at a time
-//                               where K and N are multiples of 8. What ops.matmul runs for 16-bit types.
+//                               where K and N are multiples of 8. What ops.matmul runs for 16-bit types on an
+//                               Ampere GPU; on a Hopper GPU it runs versions 8-12, in matmul_hopper.cu.
 // float64 runs version 3 (ops.matmul's "fast" for double: GPUs have few float64 units, and the lesson is about
 // float32 and 16-bit). Every version handles any M, N, K: loads past an edge read 0, stores past it are skipped.
 // Grids run blockIdx.x over column tiles (up to 2^31 - 1) and blockIdx.y over row tiles (up to 65535; a taller C
