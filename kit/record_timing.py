@@ -238,20 +238,25 @@ def result(name, measure):
     return data[name]
 
 
+def _add2_row(row):
+    """A row of the sweep: add2's float32 forward (a bench.json of other ops alone has none)."""
+    return row["op"] == "add2" and row["pass"] == "forward" and row["dtype"] == "float32"
+
+
 def bench_result(measure):
     """The add2 float32 bandwidth sweep: measured now on a GPU, else the newest recorded results/*/bench.json."""
     if torch.cuda.is_available():
         data = json.loads(json.dumps(measure()))
         print(f"[bandwidth: measured now on {data['device']}]")
         return data
-    data = results.recorded("bench.json", keep=results.on_gpu)
+    data = results.recorded("bench.json", keep=lambda d: results.on_gpu(d) and any(_add2_row(r) for r in d["rows"]))
     if data is None:
         print(
             "[skipped: the bandwidth sweep needs a CUDA GPU, and no recorded GPU benchmark is shipped with the kit "
             "yet (`make bench` on a GPU machine records one into results/<date>-<gpu>/bench.json)]"
         )
         return None
-    rows = [r for r in data["rows"] if r["op"] == "add2" and r["pass"] == "forward" and r["dtype"] == "float32"]
+    rows = [r for r in data["rows"] if _add2_row(r)]
     print(f"[bandwidth: {_label(data)}; this machine has no GPU]")
     return {"device": data["device"], "rows": rows, "copy": data["copy"]}
 
