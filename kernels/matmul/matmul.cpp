@@ -100,7 +100,7 @@ static at::Tensor matmul_cuda_run(DType dtype, const at::Tensor& a, const at::Te
     at::Tensor c = at::empty({M, N}, a.options());
     if (M == 0 || N == 0) return c;
     if (K == 0) return c.zero_();  // empty sums are 0; a grid of 0 blocks is invalid
-    if (version == kMatmulFast) version = matmul_fast_version(dtype, M, N, K, a.get_device());
+    if (version == kMatmulFast) version = matmul_fast_version(dtype, M, N, a.get_device());
     at::Tensor ac = a.contiguous(), bc = b.contiguous();
     if (version >= kMatmulWgmma) {  // TMA reads rows 16 bytes apart from 16-byte-aligned starts: copy what is not
         if (!matmul_tma_readable(ac.data_ptr(), K)) ac = rows_padded_to_8(ac);
@@ -153,7 +153,7 @@ static at::Tensor matmul_version_cuda_impl(const at::Tensor& a, const at::Tensor
 static int64_t matmul_choice_cuda_impl(const at::Tensor& a, const at::Tensor& b) {
     const DType dtype = check_inputs("matmul", a, b);
     const c10::cuda::CUDAGuard guard(a.device());
-    return matmul_fast_version(dtype, a.size(0), b.size(1), a.size(1), a.get_device());
+    return matmul_fast_version(dtype, a.size(0), b.size(1), a.get_device());
 }
 
 TORCH_LIBRARY_IMPL(labkit, CUDA, m) {

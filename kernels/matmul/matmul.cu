@@ -444,8 +444,7 @@ static cudaError_t matmul_rows(int version, DType dtype, void* c, const void* a,
 // What ops.matmul runs. float32: version 6; float64: 3. 16-bit: on a Hopper GPU built for sm_90a, the
 // warp-specialized wgmma kernel whose tiles fill the SMs best (matmul_hopper_choice); elsewhere WMMA (7), or 3
 // before Ampere.
-int matmul_fast_version(DType dtype, int64_t M, int64_t N, int64_t K, int device) {
-    (void)K;
+int matmul_fast_version(DType dtype, int64_t M, int64_t N, int device) {
     if (dtype == DType::f32) return kMatmulVec;
     if (dtype == DType::f64) return kMatmulSmem;
     if (matmul_hopper_available(device)) return matmul_hopper_choice(M, N, device);
@@ -461,7 +460,6 @@ constexpr int64_t kRowChunk = 128 * 16383;
 cudaError_t matmul_cuda(int version, DType dtype, void* c, const void* a, const void* b, int64_t M, int64_t N,
                         int64_t K, int64_t lda, int64_t ldb, int device, cudaStream_t stream) {
     const int64_t size = dtype == DType::f64 ? 8 : dtype == DType::f32 ? 4 : 2;  // bytes per element
-    if (version == kMatmulFast) version = matmul_fast_version(dtype, M, N, K, device);
     for (int64_t r0 = 0; r0 < M; r0 += kRowChunk) {
         const int64_t rows = M - r0 < kRowChunk ? M - r0 : kRowChunk;
         const cudaError_t e = matmul_rows(version, dtype, static_cast<char*>(c) + r0 * N * size,

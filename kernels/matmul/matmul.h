@@ -48,11 +48,12 @@ int matmul_hopper_choice(int64_t M, int64_t N, int device);
 // (matmul_tma_readable holds for both); the caller checks matmul_hopper_available.
 cudaError_t matmul_hopper(int version, DType dtype, void* c, const void* a, const void* b, int64_t M, int64_t N,
                           int64_t K, int64_t lda, int64_t ldb, int device, cudaStream_t stream);
-// The version ops.matmul runs for an M x K by K x N product of `dtype` on `device` (never kMatmulFast): the fastest
-// that the GPU and the build allow.
-int matmul_fast_version(DType dtype, int64_t M, int64_t N, int64_t K, int device);
+// The version ops.matmul runs for an M x N output of `dtype` on `device` (never kMatmulFast): the fastest that the
+// GPU and the build allow.
+int matmul_fast_version(DType dtype, int64_t M, int64_t N, int device);
 
-// C = A @ B on the GPU with `version`, launched on `stream`, returning the launch's error (cudaSuccess if none).
+// C = A @ B on the GPU with `version` (1-12: the binding resolves kMatmulFast first, with matmul_fast_version, since
+// the version decides whether its inputs need padding), launched on `stream`, returning the launch's error (cudaSuccess if none).
 // M, N, K >= 1 (the binding handles empty shapes). A's rows are lda elements apart and B's ldb: K and N, except for
 // versions 8-12, whose inputs the binding may have padded.
 cudaError_t matmul_cuda(int version, DType dtype, void* c, const void* a, const void* b, int64_t M, int64_t N,
