@@ -1,8 +1,8 @@
 """matmul's part of `make bench` (bench/run.py imports this file and calls `run(bench)`).
 
 Square C = A @ B (n = M = N = K, 256 to 8192) in float32, bfloat16 and float16: ours (torch.ops.labkit.matmul: what
-ops.matmul runs; on an H200 version 6, "vec", for float32 and the Hopper kernels of matmul_hopper.cu for 16 bits)
-against torch.matmul (cuBLAS), and on a GPU the lesson's versions beside them: 1-5 in float32, and in bfloat16 the
+ops.matmul runs; on an H200 version 14, "pipelined", for float32 and the Hopper kernels of matmul_hopper.cu for 16
+bits) against torch.matmul (cuBLAS), and on a GPU the lesson's versions beside them: 1-6 and 13 in float32, and in bfloat16 the
 tensor-core versions from WMMA (7) up the Hopper ladder (8-12, on a Hopper GPU). torch.matmul's float32 runs with TF32
 off, so both sides do float32 FMAs (TF32 would round the inputs to 10 bits of mantissa and run on the tensor cores: a
 different operation).
@@ -32,7 +32,8 @@ from loader import ops
 GPU_SIZES = [256, 512, 1024, 2048, 4096, 8192]
 GPU_QUICK = [1024, 4096, 8192]  # 4096 and 8192 kept: the bars are judged there
 CPU_SIZES = [64, 128, 256]  # the CPU path, to exercise the code
-FLOAT32_VERSIONS = {"naive": 1, "coalesced": 2, "smem": 3, "reg1d": 4, "reg2d": 5}  # "vec" (6) is ours
+# float32's ladder; "pipelined" (14) is ours
+FLOAT32_VERSIONS = {"naive": 1, "coalesced": 2, "smem": 3, "reg1d": 4, "reg2d": 5, "vec": 6, "warptile": 13}
 TENSOR_CORE_VERSIONS = {"wmma": 7}
 HOPPER_VERSIONS = {"wgmma": 8, "warpspec": 9, "wide": 10, "persistent": 11, "tall": 12}
 LARGEST = {"naive": 4096, "coalesced": 4096}
@@ -45,6 +46,7 @@ THREADS = {
     "matmul_reg1d_kernel": 512,
     "matmul_reg2d_kernel": 256,
     "matmul_vec_kernel": 256,
+    "matmul_warptile_kernel": 256,
     "matmul_wmma_kernel": 128,
     "matmul_tma_wgmma_kernel": 128,
 }

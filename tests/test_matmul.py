@@ -32,7 +32,7 @@ SHAPES = [
     (0, 0, 0),
 ]
 GPU_SHAPES = SHAPES + [(127, 129, 257), (257, 1000, 129), (1000, 1000, 1000), (129, 257, 1000), (1000, 33, 257)]
-F32_VERSIONS = ["naive", "coalesced", "smem", "reg1d", "reg2d", "vec"]
+F32_VERSIONS = ["naive", "coalesced", "smem", "reg1d", "reg2d", "vec", "warptile", "pipelined"]
 HOPPER_VERSIONS = ["wgmma", "warpspec", "wide", "persistent", "tall"]
 # Single rows and columns, every edge of the 128 x 128, 128 x 256 and 256 x 128 tiles, K shorter than one 64-deep
 # slot and longer than the ring, 153 tiles of 128 x 256 (more than an H200's 132 SMs, so the persistent kernels'
@@ -244,11 +244,14 @@ def test_fast_on_the_gpu(dtype, mnk):
 def test_versions_on_views_and_unaligned_starts(version):
     """Views, made contiguous by the binding, and contiguous tensors that start 2 or 4 bytes into their storage:
     K and N (128, 264) are multiples of 8, so only the alignment of a or of b keeps the 16-byte loads away (and, for
-    the Hopper versions, TMA: the binding copies such inputs into rows it can read)."""
+    the Hopper versions, TMA: the binding copies such inputs into rows it can read). Last, slices of wider matrices
+    whose rows TMA can read where they are (136 and 272 elements apart): the Hopper versions read them uncopied."""
     dtype = torch.float32 if version in F32_VERSIONS + ["fast"] else torch.bfloat16
     base_a, base_b = _ab(300, 264, 130, dtype, "cuda")
     flat_a, flat_b = base_a.view(-1), base_b.view(-1)
+    wide_a, wide_b = _ab(72, 272, 136, dtype, "cuda")
     for a, b in [
+        (wide_a[8:, :128], wide_b[:128, :264]),
         (base_a[1:, 1:129], base_b[1:129, 3:]),
         (base_b.t()[:, :129], base_a.t()[:129]),
         (flat_a[1 : 1 + 64 * 128].view(64, 128), flat_b[: 128 * 264].view(128, 264)),
@@ -280,6 +283,21 @@ def test_the_hopper_versions(version, dtype, mnk):
 
 @pytest.mark.cuda
 @pytest.mark.skipif(not on_hopper(), reason="the Hopper versions need a Hopper GPU (compute capability 9.0)")
+@pytest.mark.parametrize("offset", range(8))
+def test_hopper_padding_at_every_alignment(offset):
+    """Rows TMA cannot read are copied into padded ones in 16-byte pieces, shifted by the row's alignment
+    (matmul_pad_rows): rows of odd length start at every one of the 8 alignments a 2-byte element can have, the
+    first row at `offset`, and the last pack of a row ends mid-piece."""
+    for dtype in (torch.float16, torch.bfloat16):
+        flat = torch.randn(offset + 37 * 131 + 131 * 77, device="cuda").to(dtype)
+        a = flat[offset : offset + 37 * 131].view(37, 131)
+        b = flat[offset + 37 * 131 :].view(131, 77)
+        assert_matmul_close(ops.matmul(a, b, version="warpspec"), a, b)
+        assert_matmul_close(ops.matmul(a, b), a, b)
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not on_hopper(), reason="the Hopper versions need a Hopper GPU (compute capability 9.0)")
 def test_fast_runs_the_hopper_versions_where_they_fit():
     """The default picks the kernel whose tiles fill the SMs best: 128 x 128 ones where 128 x 256 ones would leave
     most SMs idle, one wave of 128 x 256, the persistent 128 x 256 one for several waves, 256 x 128 where that fills
@@ -297,7 +315,7 @@ def test_fast_runs_the_hopper_versions_where_they_fit():
     flat = torch.randn(1 + 256 * 256, device="cuda").to(torch.float16)
     unaligned = (flat[1:].view(256, 256), small[1][:256, :256])
     assert ops.matmul(*unaligned, which=True) == "warpspec"
-    assert ops.matmul(*_ab(64, 64, 64, torch.float32, "cuda"), which=True) == "vec"
+    assert ops.matmul(*_ab(64, 64, 64, torch.float32, "cuda"), which=True) == "pipelined"
     assert ops.matmul(*_ab(64, 64, 64, torch.float32, "cpu"), which=True) == "cpu"
     for a, b in (big, small, skinny, odd_k, unaligned):  # what the default runs is what it says: the same bits
         assert_matmul_close(ops.matmul(a, b), a, b)
@@ -326,7 +344,7 @@ def test_16_bit_gradients_run_on_the_fast_kernels(dtype):
 
 @pytest.mark.cuda
 def test_versions_refuse_other_dtypes():
-    with pytest.raises(TypeError, match="versions 1-6 take float32 only, but a is .*BFloat16"):
+    with pytest.raises(TypeError, match="versions 1-6 and 13-14 take float32 only, but a is .*BFloat16"):
         ops.matmul(*_ab(3, 3, 3, torch.bfloat16, "cuda"), version="vec")
     with pytest.raises(TypeError, match="take float16 or bfloat16 only, but a is .*Float"):
         ops.matmul(*_ab(3, 3, 3, torch.float32, "cuda"), version="wmma")
@@ -354,7 +372,7 @@ import torch
 from loader import ops
 for m, n, k in ((1, 1, 1), (7, 33, 129), (129, 127, 33), (33, 257, 7), (130, 132, 12), (33, 136, 40)):
     a, b = torch.randn(m, k, device="cuda"), torch.randn(k, n, device="cuda")
-    for version in ("naive", "coalesced", "smem", "reg1d", "reg2d", "vec", "fast"):
+    for version in ("naive", "coalesced", "smem", "reg1d", "reg2d", "vec", "warptile", "pipelined", "fast"):
         ops.matmul(a, b, version=version)
     for dtype in (torch.float16, torch.bfloat16):
         ops.matmul(a.to(dtype), b.to(dtype), version="wmma")
@@ -385,6 +403,9 @@ for m, n, k in ((1, 8, 8), (129, 136, 72), (65, 264, 640), (33, 131, 130), (256 
         a, b = torch.randn(m, k, device="cuda").to(dtype), torch.randn(k, n, device="cuda").to(dtype)
         for version in ("wgmma", "warpspec", "wide", "persistent", "tall"):
             ops.matmul(a, b, version=version)
+for offset in range(8):  # the padding copy's 16-byte pieces, at every alignment, near the ends of the storage
+    flat = torch.randn(offset + 37 * 131, device="cuda").to(torch.bfloat16)
+    ops.matmul(flat[offset:].view(37, 131), flat[offset : offset + 131 * 37].view(131, 37), version="warpspec")
 torch.cuda.synchronize()
 print("matmul-hopper-child-done")
 """

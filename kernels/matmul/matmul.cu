@@ -25,7 +25,12 @@
 //                               from shared memory make 64 FMAs (outer product in registers): 0.25 loads per FMA.
 //   6. matmul_vec_kernel        5 with 16-byte loads (float4) from DRAM and shared memory, and the A tile stored
 //                               transposed in shared memory, so that a thread's 8 values of A are consecutive
-//                               (two float4 loads instead of 8 scalar ones). What ops.matmul runs for float32.
+//                               (two float4 loads instead of 8 scalar ones).
+//  13. matmul_warptile_kernel   6 with the tile split into warp tiles, each lane 4 x 4 pieces of its warp's, so
+//                               that a warp's shared-memory reads hit every bank once (6 replays half of them).
+//  14. the same, pipelined      two shared-memory stages: the next step's loads fly while this step multiplies;
+//                               one barrier per step. What ops.matmul runs for float32. (13-14 are numbered after
+//                               the tensor-core versions below, which the kit had first.)
 //   7. matmul_wmma_kernel       float16 / bfloat16 on tensor cores (nvcuda::wmma): each warp multiplies 16 x 16 x 16
 //                               fragments in one instruction, accumulating in float. Tiles are padded with zeros
 //                               in shared memory, so any M, N, K works; loaded 8 elements (16 bytes) at a time
@@ -36,6 +41,8 @@
 // Grids run blockIdx.x over column tiles (up to 2^31 - 1) and blockIdx.y over row tiles (up to 65535; a taller C
 // is launched in chunks of rows, matmul_cuda at the end).
 #include <mma.h>
+
+#include <cstdlib>
 
 #include <type_traits>
 
@@ -272,6 +279,165 @@ __global__ void matmul_vec_kernel(float* c, const float* a, const float* b, int6
 }
 
 // ----------------------------------------------------------------------------------------------
+// 13-14. Warp tiling, then a two-stage pipeline (numbered after the tensor-core versions, which came first in
+// the kit; in the float32 ladder they come after 6). Version 6 leaves two things on the table:
+//  - Bank conflicts. Its thread (trow, tcol) reads B's 8 values at Bs[k][8 tcol ...]: the 16 threads of a half
+//    warp read float4s 32 bytes apart, so a quarter warp (8 threads, one 128-byte wavefront of float4s) spans
+//    256 bytes and each wavefront is replayed: 2-way conflicts on every B read.
+//  - Stalls. A step's loads from DRAM (~1 us of latency) start only after the previous step's multiply-adds, and
+//    two barriers per step leave the SM idle while the slowest warp catches up.
+// 13. matmul_warptile_kernel<..., kPipelined = false>: the block's tile is split into warp tiles (a warp owns a
+//     64 x 32 or 64 x 64 part of C), and within a warp tile each lane computes 4 x 4 outputs of every 32 x 16
+//     sub-tile (lanes 8 x 4): per k a lane reads 4 consecutive values of A and 4 of B per sub-tile, and the 8 lanes
+//     that read A read 128 consecutive bytes (one wavefront, no conflict), the 4 that read B 64 bytes. Same 8 x 8
+//     (or 8 x 16) outputs per thread as version 6, in four (eight) 4 x 4 pieces.
+// 14. matmul_warptile_kernel<..., kPipelined = true>: two shared-memory stages. While the warps multiply the tiles
+//     of step s from one stage, each thread's loads for step s + 1 are already in flight into registers; after the
+//     multiply-adds it writes them into the other stage. One barrier per step: the stage written in step s was last
+//     read in step s - 1, before that step's barrier. What ops.matmul runs for float32.
+// Napkin math at 128 x 128 x 8, 256 threads: per step a thread does 8 x 64 = 512 FMAs and 16 float4 reads of shared
+// memory (0.03 reads per FMA) and loads 2 float4s from DRAM or L2 (2 x 128 x 8 x 4 bytes per block for 2 x 128^2 x 8
+// flops: 32 flop/byte). 64 accumulators + 16 operands + 8 prefetched values + addresses fit 128 registers, so two
+// blocks share an SM (16 warps to hide latency).
+
+// A tile shape for versions 13-14: the block computes kBM x kBN of C with kWarpsM x kWarpsN warps, kBK values of k per
+// step. Each warp's tile is made of kIterM x kIterN sub-tiles of 32 x 16, each lane 4 x 4 of every sub-tile.
+template <int kBM_, int kBN_, int kBK_, int kWarpsM, int kWarpsN, int kBlocksPerSM = 0>
+struct WarpTile {
+    static constexpr int kBM = kBM_, kBN = kBN_, kBK = kBK_;
+    static constexpr int kThreads = kWarpsM * kWarpsN * 32;
+    static constexpr int kLanesM = 8, kLanesN = 4, kSubM = kLanesM * 4, kSubN = kLanesN * 4;  // 32 x 16 sub-tile
+    static constexpr int kWM = kBM / kWarpsM, kWN = kBN / kWarpsN;                           // a warp's tile
+    static constexpr int kIterM = kWM / kSubM, kIterN = kWN / kSubN;
+    static constexpr int kWarpsAcross = kWarpsN;
+    // As is stored transposed, As[k][row], its rows kBM + 4 floats long: a warp's transposed store (16 rows, two
+    // groups of 4 k) then puts the two groups 16 banks apart instead of on the same banks
+    static constexpr int kPadA = 4;
+    static constexpr int kLoadsA = kBM * kBK / 4 / kThreads, kLoadsB = kBK * kBN / 4 / kThreads;  // float4s/thread
+    // __launch_bounds__'s blocks per SM: by default two where a thread has 64 outputs (registers capped at 128:
+    // 65536 / (2 x 256)), else one
+    static constexpr int kMinBlocks = kBlocksPerSM ? kBlocksPerSM : kIterM * kIterN * 16 <= 64 ? 2 : 1;
+    static_assert(kWM % kSubM == 0 && kWN % kSubN == 0, "a warp's tile is whole sub-tiles");
+    static_assert(kLoadsA * kThreads * 4 == kBM * kBK && kLoadsB * kThreads * 4 == kBK * kBN, "even loads");
+};
+// The shapes the versions run: 13 the first (as 6: 128 x 128, 256 threads, 64 outputs each); 14 the one that
+// measured fastest on the H200 (kWarpTileFast, below).
+using WarpTile128 = WarpTile<128, 128, 8, 2, 4>;       // warp tile 64 x 32: 2 x 2 sub-tiles
+using WarpTile128x256 = WarpTile<128, 256, 8, 2, 4>;   // warp tile 64 x 64: 2 x 4 sub-tiles, 128 outputs per thread
+using WarpTile256x128 = WarpTile<256, 128, 8, 4, 2>;   // the same warp tile, the block taller than wide
+using WarpTile128k16 = WarpTile<128, 128, 16, 2, 4>;   // 128 x 128 with 16 values of k per step: half the barriers
+using WarpTile128t128 = WarpTile<128, 128, 8, 2, 2>;   // 4 warps of 64 x 64: 128 outputs per thread
+using WarpTile128one = WarpTile<128, 128, 8, 2, 4, 1>; // 128 x 128, registers uncapped: one block (8 warps) per SM
+
+template <typename W, bool kVec, bool kPipelined>
+__global__ void __launch_bounds__(W::kThreads, W::kMinBlocks)
+    matmul_warptile_kernel(float* c, const float* a, const float* b, int64_t M, int64_t N, int64_t K) {
+    constexpr int kStages = kPipelined ? 2 : 1;
+    __shared__ __align__(16) float As[kStages][W::kBK][W::kBM + W::kPadA];
+    __shared__ __align__(16) float Bs[kStages][W::kBK][W::kBN];
+    const int t = threadIdx.x, warp = t / 32, lane = t % 32;
+    const int wrow = (warp / W::kWarpsAcross) * W::kWM, wcol = (warp % W::kWarpsAcross) * W::kWN;
+    const int lrow = (lane / W::kLanesN) * 4, lcol = (lane % W::kLanesN) * 4;
+    const int64_t row0 = int64_t(blockIdx.y) * W::kBM, col0 = int64_t(blockIdx.x) * W::kBN;
+    float acc[W::kIterM * 4][W::kIterN * 4] = {};
+    float4 av[W::kLoadsA], bv[W::kLoadsB];
+    const float4 zero = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+
+    // this thread's float4s of the step starting at k0, from DRAM (or L2) into registers
+    auto load = [&](int64_t k0) {
+#pragma unroll
+        for (int q = 0; q < W::kLoadsA; q++) {
+            const int i = t + q * W::kThreads, r = i / (W::kBK / 4), k = (i % (W::kBK / 4)) * 4;
+            av[q] = row0 + r < M ? load4<kVec>(a + (row0 + r) * K + k0 + k, k0 + k, K) : zero;
+        }
+#pragma unroll
+        for (int q = 0; q < W::kLoadsB; q++) {
+            const int i = t + q * W::kThreads, k = i / (W::kBN / 4), col = (i % (W::kBN / 4)) * 4;
+            bv[q] = k0 + k < K ? load4<kVec>(b + (k0 + k) * N + col0 + col, col0 + col, N) : zero;
+        }
+    };
+    // ... and from registers into shared-memory stage s, A transposed
+    auto store = [&](int s) {
+#pragma unroll
+        for (int q = 0; q < W::kLoadsA; q++) {
+            const int i = t + q * W::kThreads, r = i / (W::kBK / 4), k = (i % (W::kBK / 4)) * 4;
+            As[s][k + 0][r] = av[q].x;
+            As[s][k + 1][r] = av[q].y;
+            As[s][k + 2][r] = av[q].z;
+            As[s][k + 3][r] = av[q].w;
+        }
+#pragma unroll
+        for (int q = 0; q < W::kLoadsB; q++) {
+            const int i = t + q * W::kThreads, k = i / (W::kBN / 4), col = (i % (W::kBN / 4)) * 4;
+            *reinterpret_cast<float4*>(&Bs[s][k][col]) = bv[q];
+        }
+    };
+    // the multiply-adds of one step from stage s: per k, kIterM float4s of A and kIterN of B, their outer product
+    auto multiply = [&](int s) {
+#pragma unroll
+        for (int k = 0; k < W::kBK; k++) {
+            float am[W::kIterM * 4], bn[W::kIterN * 4];
+#pragma unroll
+            for (int i = 0; i < W::kIterM; i++) {
+                const float4 v = *reinterpret_cast<const float4*>(&As[s][k][wrow + i * W::kSubM + lrow]);
+                am[4 * i] = v.x, am[4 * i + 1] = v.y, am[4 * i + 2] = v.z, am[4 * i + 3] = v.w;
+            }
+#pragma unroll
+            for (int j = 0; j < W::kIterN; j++) {
+                const float4 v = *reinterpret_cast<const float4*>(&Bs[s][k][wcol + j * W::kSubN + lcol]);
+                bn[4 * j] = v.x, bn[4 * j + 1] = v.y, bn[4 * j + 2] = v.z, bn[4 * j + 3] = v.w;
+            }
+#pragma unroll
+            for (int i = 0; i < W::kIterM * 4; i++)
+#pragma unroll
+                for (int j = 0; j < W::kIterN * 4; j++) acc[i][j] += am[i] * bn[j];
+        }
+    };
+
+    if constexpr (kPipelined) {
+        load(0);
+        store(0);
+        __syncthreads();
+        int s = 0;
+        for (int64_t k0 = 0; k0 < K; k0 += W::kBK, s ^= 1) {
+            const bool more = k0 + W::kBK < K;
+            if (more) load(k0 + W::kBK);  // in flight during this step's multiply-adds
+            multiply(s);
+            if (more) store(s ^ 1);  // stage s ^ 1 was last read in the previous step, before its barrier
+            __syncthreads();
+        }
+    } else {
+        for (int64_t k0 = 0; k0 < K; k0 += W::kBK) {
+            load(k0);
+            store(0);
+            __syncthreads();
+            multiply(0);
+            __syncthreads();
+        }
+    }
+
+    // each lane's 4 x 4 pieces: rows wrow + i * 32 + lrow + r, columns wcol + j * 16 + lcol ... + 3
+#pragma unroll
+    for (int i = 0; i < W::kIterM * 4; i++) {
+        const int64_t row = row0 + wrow + (i / 4) * W::kSubM + lrow + i % 4;
+        if (row >= M) continue;
+#pragma unroll
+        for (int j = 0; j < W::kIterN; j++) {
+            const int64_t col = col0 + wcol + j * W::kSubN + lcol;
+            float* out = c + row * N + col;
+            if (kVec) {
+                if (col < N)
+                    *reinterpret_cast<float4*>(out) =
+                        make_float4(acc[i][4 * j], acc[i][4 * j + 1], acc[i][4 * j + 2], acc[i][4 * j + 3]);
+            } else {
+                for (int u = 0; u < 4; u++)
+                    if (col + u < N) out[u] = acc[i][4 * j + u];
+            }
+        }
+    }
+}
+
+// ----------------------------------------------------------------------------------------------
 // 7. Tensor cores. A block of 4 warps computes a 64 x 64 tile of C, each warp a 32 x 32 quarter as 2 x 2
 // fragments of 16 x 16 (float accumulators). Per step the block loads a 64 x 32 tile of A and a 32 x 64 tile of
 // B into shared memory (zeros past the edges, so the fragments never read outside the matrices) and each warp
@@ -387,6 +553,38 @@ static cudaError_t launch_wmma(T* c, const T* a, const T* b, int64_t M, int64_t 
     return cudaGetLastError();
 }
 
+// Versions 13-14 with tile shape W: float4 loads where K and N are multiples of 4 and A, B, C 16-byte aligned.
+template <typename W, bool kPipelined>
+static cudaError_t launch_warptile(float* c, const float* a, const float* b, int64_t M, int64_t N, int64_t K,
+                                   cudaStream_t s) {
+    const dim3 grid(cdiv(N, W::kBN), cdiv(M, W::kBM));
+    if (K % 4 == 0 && N % 4 == 0 && aligned16(a) && aligned16(b) && aligned16(c))
+        matmul_warptile_kernel<W, true, kPipelined><<<grid, W::kThreads, 0, s>>>(c, a, b, M, N, K);
+    else matmul_warptile_kernel<W, false, kPipelined><<<grid, W::kThreads, 0, s>>>(c, a, b, M, N, K);
+    return cudaGetLastError();
+}
+
+// Version 14's tile shape: the fastest of the shapes above on the H200 (scripts/experiment_matmul_variants.py times
+// them all; a build with LABKIT_MATMUL_SWEEP runs the one that $LABKIT_MATMUL_SWEEP_SHAPE names, 0-5, for it).
+using WarpTileFast = WarpTile128x256;
+
+static cudaError_t launch_pipelined(float* c, const float* a, const float* b, int64_t M, int64_t N, int64_t K,
+                                    cudaStream_t s) {
+#ifdef LABKIT_MATMUL_SWEEP
+    const char* shape = getenv("LABKIT_MATMUL_SWEEP_SHAPE");
+    switch (shape ? atoi(shape) : 0) {
+        case 1: return launch_warptile<WarpTile128x256, true>(c, a, b, M, N, K, s);
+        case 2: return launch_warptile<WarpTile256x128, true>(c, a, b, M, N, K, s);
+        case 3: return launch_warptile<WarpTile128k16, true>(c, a, b, M, N, K, s);
+        case 4: return launch_warptile<WarpTile128t128, true>(c, a, b, M, N, K, s);
+        case 5: return launch_warptile<WarpTile128one, true>(c, a, b, M, N, K, s);
+        default: return launch_warptile<WarpTile128, true>(c, a, b, M, N, K, s);
+    }
+#else
+    return launch_warptile<WarpTileFast, true>(c, a, b, M, N, K, s);
+#endif
+}
+
 static cudaError_t matmul_f32(int version, float* c, const float* a, const float* b, int64_t M, int64_t N, int64_t K,
                               cudaStream_t s) {
     switch (version) {
@@ -409,6 +607,8 @@ static cudaError_t matmul_f32(int version, float* c, const float* a, const float
             matmul_reg2d_kernel<<<dim3(cdiv(N, kBN), cdiv(M, kBM)), kR2Threads, 0, s>>>(c, a, b, M, N, K);
             return cudaGetLastError();
         }
+        case kMatmulWarptile: return launch_warptile<WarpTile128, false>(c, a, b, M, N, K, s);
+        case kMatmulPipelined: return launch_pipelined(c, a, b, M, N, K, s);
         default: {  // kMatmulVec
             const dim3 grid(cdiv(N, kBN), cdiv(M, kBM));
             const bool vec = K % 4 == 0 && N % 4 == 0 && aligned16(a) && aligned16(b) && aligned16(c);
@@ -441,11 +641,11 @@ static cudaError_t matmul_rows(int version, DType dtype, void* c, const void* a,
     return cudaErrorInvalidValue;
 }
 
-// What ops.matmul runs. float32: version 6; float64: 3. 16-bit: on a Hopper GPU built for sm_90a, the
+// What ops.matmul runs. float32: version 14; float64: 3. 16-bit: on a Hopper GPU built for sm_90a, the
 // warp-specialized wgmma kernel whose tiles fill the SMs best (matmul_hopper_choice); elsewhere WMMA (7), or 3
 // before Ampere.
 int matmul_fast_version(DType dtype, int64_t M, int64_t N, int device) {
-    if (dtype == DType::f32) return kMatmulVec;
+    if (dtype == DType::f32) return kMatmulPipelined;
     if (dtype == DType::f64) return kMatmulSmem;
     if (matmul_hopper_available(device)) return matmul_hopper_choice(M, N, device);
     return matmul_wmma_supported(device) ? kMatmulWmma : kMatmulSmem;

@@ -14,7 +14,7 @@ void matmul_cpu(DType dtype, void* c, const void* a, const void* b, int64_t M, i
 
 #ifdef LABKIT_WITH_CUDA
 #include <cuda_runtime_api.h>
-// The lesson's versions, simplest first (matmul.cu explains each). 1-6 take float32, 7 (tensor cores) float16
+// The lesson's versions (matmul.cu explains each). 1-6 and 13-14 take float32, 7-12 (tensor cores) float16
 // and bfloat16; kMatmulFast is what ops.matmul runs, for every dtype.
 enum MatmulVersion : int {
     kMatmulFast = 0,
@@ -30,6 +30,8 @@ enum MatmulVersion : int {
     kMatmulWide = 10,       // 128 x 256 on two consumer warpgroups, setmaxnreg
     kMatmulPersistent = 11, // 10, one block per SM looping over tiles in L2-friendly groups
     kMatmulTall = 12,       // 11 with 256 x 128 tiles, for shapes whose last wave of 128 x 256 ones is nearly empty
+    kMatmulWarptile = 13,   // float32 again: 6 with warp tiles whose shared-memory reads are free of bank conflicts
+    kMatmulPipelined = 14,  // 13 with two shared-memory stages, the next step's loads in flight during this one's math
 };
 
 // Whether `device` has the tensor cores version 7 needs (bfloat16 WMMA: compute capability 8.0, Ampere, or newer).
@@ -42,6 +44,11 @@ bool matmul_hopper_available(int device);
 // apart, and a 16-byte-aligned start. The binding copies an input that it cannot read into one it can (rows padded
 // to 8 elements).
 bool matmul_tma_readable(const void* p, int64_t row_stride);
+// Copy a rows x cols matrix of 16-bit elements whose rows are ld_src elements apart (each row contiguous; any
+// 2-byte alignment) into dst, whose rows are ld_dst apart (a multiple of 8, dst 16-byte aligned): what TMA can read.
+// dst's columns past cols, up to the next multiple of 8, get unspecified values.
+cudaError_t matmul_pad_rows(void* dst, int64_t ld_dst, const void* src, int64_t ld_src, int64_t rows, int64_t cols,
+                            cudaStream_t stream);
 // Which of versions 9-12 suits an M x N output on `device`: the one whose tiles fill its SMs best.
 int matmul_hopper_choice(int64_t M, int64_t N, int device);
 // C = A @ B with version 8-12 (matmul_hopper.cu), 16-bit dtypes only, A's rows lda elements apart and B's ldb

@@ -1,5 +1,5 @@
 """matmul: C = A @ B for 2-D a (M x K) and b (K x N). The op's Python face: its schemas, how PyTorch's compiler sees
-it, and the friendly call `ops.matmul`. The kernels are in matmul.cu (GPU: the lesson's seven versions),
+it, and the friendly call `ops.matmul`. The kernels are in matmul.cu (GPU: the lesson's nine versions),
 matmul_hopper.cu (GPU: five more on Hopper's tensor cores) and matmul_cpu.cpp (CPU); matmul.cpp binds them and holds
 the gradient, in C++.
 
@@ -32,6 +32,8 @@ VERSIONS = {
     "wide": 10,
     "persistent": 11,
     "tall": 12,
+    "warptile": 13,
+    "pipelined": 14,
 }
 _NAMES = {0: "cpu", **{number: name for name, number in VERSIONS.items()}}
 
@@ -87,7 +89,7 @@ def _check_float(name, t):
 def matmul(a, b, *, version="fast", which=False):
     """C = a @ b for matrices a (M x K) and b (K x N), from our kernels; differentiable. Accumulated in float32
     (float64 for float64), returned in the inputs' dtype. version= runs one of the lesson's GPU kernels instead:
-    "naive", "coalesced", "smem", "reg1d", "reg2d" or "vec" (float32), "wmma" (float16, bfloat16: tensor cores) or,
+    "naive", "coalesced", "smem", "reg1d", "reg2d", "vec", "warptile" or "pipelined" (float32), "wmma" (float16, bfloat16: tensor cores) or,
     on a Hopper GPU, "wgmma", "warpspec", "wide", "persistent" or "tall" (float16, bfloat16). which=True computes
     nothing and returns the name of the version that version="fast" runs for a and b ("cpu" for CPU tensors)."""
     if which:
