@@ -160,7 +160,7 @@ int64_t nms_max_boxes_cuda(int device) {
 cudaError_t nms_cuda(DType dtype, int64_t* keep, int64_t* count, uint64_t* mask, const void* boxes,
                      const int64_t* order, int64_t n, double iou_threshold, int device, cudaStream_t stream) {
     const int64_t words = nms_mask_words(n);
-    const dim3 grid(unsigned(words), unsigned(words));
+    const dim3 grid(static_cast<unsigned>(words), static_cast<unsigned>(words));
     const cudaError_t err = dispatch_dtype(dtype, [&](auto* type) {
         using T = std::remove_pointer_t<decltype(type)>;
         nms_mask_kernel<T><<<grid, kBoxesPerWord, 0, stream>>>(mask, static_cast<const T*>(boxes), order, n, words,

@@ -60,8 +60,8 @@ KIT_HD inline A box_area(const Box4<A>& b, Round r) {
 }
 
 // Whether box b overlaps the higher-scored box a by more than `threshold`: intersection / (area a + area b -
-// intersection), with the areas precomputed. A box of zero area gives 0 / 0 = NaN, and NaN > threshold is false:
-// such a box never suppresses another and is never suppressed, as in torchvision.
+// intersection), with the areas precomputed. A box of zero area has IoU 0 with every other box (0 / 0 = NaN with
+// another of zero area), and neither is above a threshold >= 0: it never suppresses and is never suppressed.
 template <typename A, typename Round, typename Threshold>
 KIT_HD inline bool overlaps(const Box4<A>& a, A area_a, const Box4<A>& b, A area_b, Threshold threshold, Round r) {
     const A left = a.x1 > b.x1 ? a.x1 : b.x1, right = a.x2 < b.x2 ? a.x2 : b.x2;

@@ -23,8 +23,8 @@ def register(lib):
 
 def _nms_fake(boxes, scores, iou_threshold):
     """The binding's checks (nms.cpp) that the shapes alone decide, with its messages. The output's length is known
-    only once the kernel ran: a new symbol (an "unbacked" size), at most N, which torch.compile carries through the
-    graph instead of a number. So a compiled graph around nms needs no break and no recompile per count."""
+    only once the kernel ran: a new symbol (an "unbacked" size), which torch.compile carries through the graph
+    instead of a number. So a compiled graph around nms needs no break and no recompile per count."""
     torch._check(
         boxes.dtype in FLOAT_DTYPES,
         lambda: f"nms: boxes must be a floating-point tensor (float32, float64, float16 or bfloat16), but got "
@@ -45,7 +45,7 @@ def _nms_fake(boxes, scores, iou_threshold):
         lambda: f"nms: boxes and scores must have the same length N, but boxes has {boxes.shape[0]} rows and scores "
         f"{scores.shape[0]} elements",
     )
-    kept = torch.library.get_ctx().new_dynamic_size(max=boxes.shape[0])
+    kept = torch.library.get_ctx().new_dynamic_size()  # (a max= must be a plain int: N may be a symbol itself)
     return boxes.new_empty((kept,), dtype=torch.int64)
 
 
