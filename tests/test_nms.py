@@ -99,8 +99,9 @@ def test_batched_matches_torchvision(device, n):
     boxes, scores = make_boxes(n, n, device), make_scores(n, n, device, ties=True)
     idxs = torch.randint(0, 5, (n,), generator=torch.Generator().manual_seed(n)).to(device)
     for threshold in (0.0, 0.5, 1.0):
-        assert_same(ops.nms(boxes, scores, threshold, idxs=idxs), torchvision.ops.batched_nms(boxes, scores, idxs,
-                                                                                            threshold))
+        assert_same(
+            ops.nms(boxes, scores, threshold, idxs=idxs), torchvision.ops.batched_nms(boxes, scores, idxs, threshold)
+        )
 
 
 def test_batched_many_boxes_distinct_scores(device):
@@ -168,7 +169,11 @@ def _bad():
         (lambda b, s: (b[:, :3], s, 0.5), ValueError, r"nms: boxes must have shape \(N, 4\).*has shape \[6, 3\]"),
         (lambda b, s: (b[0], s, 0.5), ValueError, r"nms: boxes must have shape \(N, 4\)"),
         (lambda b, s: (b, s[:, None], 0.5), ValueError, r"nms: scores must be 1-D \(N\), but has shape \[6, 1\]"),
-        (lambda b, s: (b, s[:5], 0.5), ValueError, "boxes and scores must have the same length N, but boxes has 6 rows"),
+        (
+            lambda b, s: (b, s[:5], 0.5),
+            ValueError,
+            "boxes and scores must have the same length N, but boxes has 6 rows",
+        ),
         (lambda b, s: (b, s.double(), 0.5), TypeError, "boxes and scores must have the same dtype, but boxes is Float"),
         (lambda b, s: (b.long(), s.long(), 0.5), TypeError, "nms: boxes must be a floating-point tensor .* got Long"),
         (lambda b, s: (b, s, -0.1), ValueError, r"nms: iou_threshold must be >= 0 .* but is -0.1"),

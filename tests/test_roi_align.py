@@ -163,8 +163,9 @@ def test_channels_last_backward_gives_channels_last_strides(device):
     g = torch.randn(rois.shape[0], 5, 2, 2, device=device)
     for dtype in (torch.float32, torch.bfloat16):
         for version, channels_last in ((1, False), (2, True)):
-            grad = torch.ops.labkit.roi_align_backward(g.to(dtype), rois.to(dtype), 1.0, 2, 2, 2, 5, 6, 7, -1, False,
-                                                       version)
+            grad = torch.ops.labkit.roi_align_backward(
+                g.to(dtype), rois.to(dtype), 1.0, 2, 2, 2, 5, 6, 7, -1, False, version
+            )
             assert grad.shape == (2, 5, 6, 7) and grad.dtype == dtype
             assert grad.is_contiguous(memory_format=torch.channels_last if channels_last else torch.contiguous_format)
     a = torch.ops.labkit.roi_align_backward(g, rois, 1.0, 2, 2, 2, 5, 6, 7, -1, False, 1)

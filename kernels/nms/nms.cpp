@@ -16,8 +16,9 @@ static DType check_inputs(const at::Tensor& boxes, const at::Tensor& scores, dou
     TORCH_CHECK_VALUE(boxes.dim() == 2 && boxes.size(1) == 4,
                       "nms: boxes must have shape (N, 4), each row (x1, y1, x2, y2), but has shape ", boxes.sizes());
     TORCH_CHECK_VALUE(scores.dim() == 1, "nms: scores must be 1-D (N), but has shape ", scores.sizes());
-    TORCH_CHECK_VALUE(boxes.size(0) == scores.size(0), "nms: boxes and scores must have the same length N, but boxes has ",
-                      boxes.size(0), " rows and scores ", scores.size(0), " elements");
+    TORCH_CHECK_VALUE(boxes.size(0) == scores.size(0),
+                      "nms: boxes and scores must have the same length N, but boxes has ", boxes.size(0),
+                      " rows and scores ", scores.size(0), " elements");
     TORCH_CHECK_VALUE(iou_threshold >= 0, "nms: iou_threshold must be >= 0 (an IoU is between 0 and 1), but is ",
                       iou_threshold);
     return dtype;

@@ -164,7 +164,7 @@ cudaError_t nms_cuda(DType dtype, int64_t* keep, int64_t* count, uint64_t* mask,
     const cudaError_t err = dispatch_dtype(dtype, [&](auto* type) {
         using T = std::remove_pointer_t<decltype(type)>;
         nms_mask_kernel<T><<<grid, kBoxesPerWord, 0, stream>>>(mask, static_cast<const T*>(boxes), order, n, words,
-                                                                float(iou_threshold));
+                                                               float(iou_threshold));
         return cudaGetLastError();
     });
     if (err != cudaSuccess) return err;

@@ -16,7 +16,9 @@ using acc_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
 // What r() is for each dtype: no rounding for float and double, a round trip through the 16-bit type otherwise.
 struct NoRound {
     template <typename A>
-    A operator()(A v) const { return v; }
+    A operator()(A v) const {
+        return v;
+    }
 };
 template <typename T>
 struct Round16 {

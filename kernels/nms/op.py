@@ -27,13 +27,15 @@ def _nms_fake(boxes, scores, iou_threshold):
     instead of a number. So a compiled graph around nms needs no break and no recompile per count."""
     torch._check(
         boxes.dtype in FLOAT_DTYPES,
-        lambda: f"nms: boxes must be a floating-point tensor (float32, float64, float16 or bfloat16), but got "
-        f"{boxes.dtype}",
+        lambda: (
+            f"nms: boxes must be a floating-point tensor (float32, float64, float16 or bfloat16), but got {boxes.dtype}"
+        ),
     )
     torch._check(
         boxes.dtype == scores.dtype,
-        lambda: f"nms: boxes and scores must have the same dtype, but boxes is {boxes.dtype} and scores is "
-        f"{scores.dtype}",
+        lambda: (
+            f"nms: boxes and scores must have the same dtype, but boxes is {boxes.dtype} and scores is {scores.dtype}"
+        ),
     )
     torch._check(
         boxes.dim() == 2 and boxes.shape[1] == 4,
@@ -42,8 +44,10 @@ def _nms_fake(boxes, scores, iou_threshold):
     torch._check(scores.dim() == 1, lambda: f"nms: scores must be 1-D (N), but has shape {list(scores.shape)}")
     torch._check(
         boxes.shape[0] == scores.shape[0],
-        lambda: f"nms: boxes and scores must have the same length N, but boxes has {boxes.shape[0]} rows and scores "
-        f"{scores.shape[0]} elements",
+        lambda: (
+            f"nms: boxes and scores must have the same length N, but boxes has {boxes.shape[0]} rows and scores "
+            f"{scores.shape[0]} elements"
+        ),
     )
     kept = torch.library.get_ctx().new_dynamic_size()  # (a max= must be a plain int: N may be a symbol itself)
     return boxes.new_empty((kept,), dtype=torch.int64)

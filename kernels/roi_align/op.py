@@ -43,18 +43,23 @@ def _check(op, name, data, boxes, pooled_height, pooled_width, sampling_ratio):
     )
     torch._check(
         data.device == boxes.device,
-        lambda: f"{op}: {name} and boxes must be on the same device, but {name} is on {data.device} and boxes is on "
-        f"{boxes.device}",
+        lambda: (
+            f"{op}: {name} and boxes must be on the same device, but {name} is on {data.device} and boxes is on "
+            f"{boxes.device}"
+        ),
     )
     torch._check(
         data.dtype == boxes.dtype,
-        lambda: f"{op}: {name} and boxes must have the same dtype, but {name} is {data.dtype} and boxes is "
-        f"{boxes.dtype}",
+        lambda: (
+            f"{op}: {name} and boxes must have the same dtype, but {name} is {data.dtype} and boxes is {boxes.dtype}"
+        ),
     )
     torch._check(
         boxes.dim() == 2 and boxes.shape[1] == 5,
-        lambda: f"{op}: boxes must have shape (K, 5), each row (batch index, x1, y1, x2, y2), but has shape "
-        f"{list(boxes.shape)}",
+        lambda: (
+            f"{op}: boxes must have shape (K, 5), each row (batch index, x1, y1, x2, y2), but has shape "
+            f"{list(boxes.shape)}"
+        ),
     )
     torch._check(
         pooled_height > 0 and pooled_width > 0,
@@ -66,15 +71,30 @@ def _check(op, name, data, boxes, pooled_height, pooled_width, sampling_ratio):
     )
 
 
-def _roi_align_fake(input, boxes, spatial_scale, pooled_height, pooled_width, sampling_ratio, aligned,
-                    backward_version=1):
+def _roi_align_fake(
+    input, boxes, spatial_scale, pooled_height, pooled_width, sampling_ratio, aligned, backward_version=1
+):
     _check("roi_align", "input", input, boxes, pooled_height, pooled_width, sampling_ratio)
-    torch._check(input.dim() == 4, lambda: f"roi_align: input must be 4-D (N, C, H, W), but has shape {list(input.shape)}")
+    torch._check(
+        input.dim() == 4, lambda: f"roi_align: input must be 4-D (N, C, H, W), but has shape {list(input.shape)}"
+    )
     return input.new_empty((boxes.shape[0], input.shape[1], pooled_height, pooled_width))
 
 
-def _roi_align_backward_fake(grad_out, boxes, spatial_scale, pooled_height, pooled_width, batch_size, channels,
-                             height, width, sampling_ratio, aligned, version=1):
+def _roi_align_backward_fake(
+    grad_out,
+    boxes,
+    spatial_scale,
+    pooled_height,
+    pooled_width,
+    batch_size,
+    channels,
+    height,
+    width,
+    sampling_ratio,
+    aligned,
+    version=1,
+):
     _check("roi_align_backward", "grad_out", grad_out, boxes, pooled_height, pooled_width, sampling_ratio)
     if version == VERSIONS["channels_last"]:  # summed as (N, H, W, C): the gradient has channels-last strides
         return grad_out.new_empty((batch_size, height, width, channels)).permute(0, 3, 1, 2)
@@ -104,13 +124,21 @@ def roi_align(input, boxes, output_size, spatial_scale=1.0, sampling_ratio=-1, a
     if version == "fast":
         version = FAST
     if version not in VERSIONS:
-        raise ValueError(f'roi_align: version must be "fast" or one of {", ".join(map(repr, VERSIONS))}, got {version!r}')
+        raise ValueError(
+            f'roi_align: version must be "fast" or one of {", ".join(map(repr, VERSIONS))}, got {version!r}'
+        )
     if isinstance(boxes, (list, tuple)):
         boxes = _boxes_to_rois(boxes, input)
     if isinstance(output_size, int):
         output_size = (output_size, output_size)
     height, width = output_size
     return labkit.roi_align.default(
-        input, boxes, float(spatial_scale), int(height), int(width), int(sampling_ratio), bool(aligned),
+        input,
+        boxes,
+        float(spatial_scale),
+        int(height),
+        int(width),
+        int(sampling_ratio),
+        bool(aligned),
         VERSIONS[version],
     )

@@ -62,8 +62,8 @@ static void check_version(int64_t version) {
 // CPU
 
 static at::Tensor roi_align_cpu_impl(const at::Tensor& input, const at::Tensor& boxes, double spatial_scale,
-                                     int64_t pooled_height, int64_t pooled_width, int64_t sampling_ratio,
-                                     bool aligned, int64_t backward_version) {
+                                     int64_t pooled_height, int64_t pooled_width, int64_t sampling_ratio, bool aligned,
+                                     int64_t backward_version) {
     const DType dtype = check_boxes("roi_align", "input", input, boxes);
     RoiAlignShape s = check_forward(input, boxes, spatial_scale, pooled_height, pooled_width, sampling_ratio);
     s.aligned = aligned;
@@ -97,13 +97,13 @@ static RoiAlignShape check_backward(const at::Tensor& grad_out, const at::Tensor
                     sampling_ratio, aligned);
 }
 
-static at::Tensor roi_align_backward_cpu_impl(const at::Tensor& grad_out, const at::Tensor& boxes,
-                                              double spatial_scale, int64_t pooled_height, int64_t pooled_width,
-                                              int64_t batch, int64_t channels, int64_t height, int64_t width,
-                                              int64_t sampling_ratio, bool aligned, int64_t version) {
+static at::Tensor roi_align_backward_cpu_impl(const at::Tensor& grad_out, const at::Tensor& boxes, double spatial_scale,
+                                              int64_t pooled_height, int64_t pooled_width, int64_t batch,
+                                              int64_t channels, int64_t height, int64_t width, int64_t sampling_ratio,
+                                              bool aligned, int64_t version) {
     const DType dtype = check_boxes("roi_align_backward", "grad_out", grad_out, boxes);
-    const RoiAlignShape s = check_backward(grad_out, boxes, spatial_scale, pooled_height, pooled_width, batch,
-                                           channels, height, width, sampling_ratio, aligned);
+    const RoiAlignShape s = check_backward(grad_out, boxes, spatial_scale, pooled_height, pooled_width, batch, channels,
+                                           height, width, sampling_ratio, aligned);
     check_version(version);
     at::Tensor grad = at::zeros({batch, channels, height, width}, grad_out.options().dtype(sum_type(grad_out)));
     if (grad_out.numel() > 0 && grad.numel() > 0) {
@@ -175,9 +175,9 @@ struct Saved {
 
 static Saved saved(AutogradContext* ctx) {
     auto& d = ctx->saved_data;
-    return {ctx->get_saved_variables()[0], d["spatial_scale"].toDouble(), d["ph"].toInt(),
-            d["pw"].toInt(),              d["sampling_ratio"].toInt(),   d["version"].toInt(),
-            d["aligned"].toBool(),        d["sizes"].toIntVector()};
+    return {
+        ctx->get_saved_variables()[0], d["spatial_scale"].toDouble(), d["ph"].toInt(),       d["pw"].toInt(),
+        d["sampling_ratio"].toInt(),   d["version"].toInt(),          d["aligned"].toBool(), d["sizes"].toIntVector()};
 }
 
 struct RoiAlignFunction : torch::autograd::Function<RoiAlignFunction> {
@@ -190,11 +190,11 @@ struct RoiAlignFunction : torch::autograd::Function<RoiAlignFunction> {
     }
     static variable_list backward(AutogradContext* ctx, variable_list grads) {
         const Saved s = saved(ctx);
-        const at::Tensor grad_input =
-            roi_align_backward_op(grads[0], s.boxes, s.spatial_scale, s.ph, s.pw, s.sizes[0], s.sizes[1], s.sizes[2],
-                                  s.sizes[3], s.sampling_ratio, s.aligned, s.version);
-        return {grad_input, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(),
-                at::Tensor()};
+        const at::Tensor grad_input = roi_align_backward_op(grads[0], s.boxes, s.spatial_scale, s.ph, s.pw, s.sizes[0],
+                                                            s.sizes[1], s.sizes[2], s.sizes[3], s.sampling_ratio,
+                                                            s.aligned, s.version);
+        return {grad_input,   at::Tensor(), at::Tensor(), at::Tensor(),
+                at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
     }
 };
 
@@ -248,8 +248,8 @@ TORCH_LIBRARY_IMPL(labkit, Autograd, m) {
 #ifdef LABKIT_WITH_CUDA
 
 static at::Tensor roi_align_cuda_impl(const at::Tensor& input, const at::Tensor& boxes, double spatial_scale,
-                                      int64_t pooled_height, int64_t pooled_width, int64_t sampling_ratio,
-                                      bool aligned, int64_t backward_version) {
+                                      int64_t pooled_height, int64_t pooled_width, int64_t sampling_ratio, bool aligned,
+                                      int64_t backward_version) {
     const DType dtype = check_boxes("roi_align", "input", input, boxes);
     RoiAlignShape s = check_forward(input, boxes, spatial_scale, pooled_height, pooled_width, sampling_ratio);
     s.aligned = aligned;
@@ -268,8 +268,8 @@ static at::Tensor roi_align_backward_cuda_impl(const at::Tensor& grad_out, const
                                                int64_t batch, int64_t channels, int64_t height, int64_t width,
                                                int64_t sampling_ratio, bool aligned, int64_t version) {
     const DType dtype = check_boxes("roi_align_backward", "grad_out", grad_out, boxes);
-    const RoiAlignShape s = check_backward(grad_out, boxes, spatial_scale, pooled_height, pooled_width, batch,
-                                           channels, height, width, sampling_ratio, aligned);
+    const RoiAlignShape s = check_backward(grad_out, boxes, spatial_scale, pooled_height, pooled_width, batch, channels,
+                                           height, width, sampling_ratio, aligned);
     check_version(version);
     const c10::cuda::CUDAGuard guard(grad_out.device());
     const bool channels_last = version == kRoiAlignBackwardChannelsLast;
@@ -279,9 +279,9 @@ static at::Tensor roi_align_backward_cuda_impl(const at::Tensor& grad_out, const
                                     : at::zeros({batch, channels, height, width}, sums);
     if (grad_out.numel() == 0 || grad.numel() == 0) return grad.to(grad_out.scalar_type());
     const at::Tensor g = grad_out.contiguous(), bx = boxes.contiguous();
-    check_launch(channels_last ? "roi_align_backward_channels_last_kernel" : "roi_align_backward_atomic_kernel",
-                 roi_align_backward_cuda(dtype, version, grad.data_ptr(), g.data_ptr(), bx.data_ptr(), s,
-                                         current_stream()));
+    check_launch(
+        channels_last ? "roi_align_backward_channels_last_kernel" : "roi_align_backward_atomic_kernel",
+        roi_align_backward_cuda(dtype, version, grad.data_ptr(), g.data_ptr(), bx.data_ptr(), s, current_stream()));
     return grad.to(grad_out.scalar_type());  // 16-bit: rounded once, strides kept; float32, float64: no copy
 }
 

@@ -93,8 +93,8 @@ __device__ __forceinline__ AxisSample<A> x_sample(const BoxTables<A>& t, bool ta
 // Forward: block (k, by) covers elements j = by * 256 + tid, by * 256 + tid + gridDim.y * 256, ... of box k.
 
 template <typename T>
-__global__ void roi_align_forward_kernel(T* __restrict__ out, const T* __restrict__ input,
-                                         const T* __restrict__ boxes, const RoiAlignShape s) {
+__global__ void roi_align_forward_kernel(T* __restrict__ out, const T* __restrict__ input, const T* __restrict__ boxes,
+                                         const RoiAlignShape s) {
     using A = acc_t<T>;
     __shared__ BoxTables<A> t;
     const int64_t k = blockIdx.x;
@@ -102,7 +102,8 @@ __global__ void roi_align_forward_kernel(T* __restrict__ out, const T* __restric
     const bool tables = fill_tables(t, b, s);
     const int64_t PH = s.pooled_height, PW = s.pooled_width, H = s.height, W = s.width;
     const int64_t per_box = s.channels * PH * PW;
-    for (int64_t j = int64_t(blockIdx.y) * blockDim.x + threadIdx.x; j < per_box; j += int64_t(gridDim.y) * blockDim.x) {
+    for (int64_t j = int64_t(blockIdx.y) * blockDim.x + threadIdx.x; j < per_box;
+         j += int64_t(gridDim.y) * blockDim.x) {
         const int64_t pw = j % PW, ph = (j / PW) % PH, c = j / (PW * PH);
         A acc = 0;
         if (b.batch >= 0) {  // an index out of range reads nothing: zeros (the CPU path refuses it instead)
@@ -137,7 +138,8 @@ __global__ void roi_align_backward_atomic_kernel(acc_t<T>* __restrict__ grad_inp
     if (b.batch < 0) return;  // after the barrier: every thread has passed it
     const int64_t PH = s.pooled_height, PW = s.pooled_width, H = s.height, W = s.width;
     const int64_t per_box = s.channels * PH * PW;
-    for (int64_t j = int64_t(blockIdx.y) * blockDim.x + threadIdx.x; j < per_box; j += int64_t(gridDim.y) * blockDim.x) {
+    for (int64_t j = int64_t(blockIdx.y) * blockDim.x + threadIdx.x; j < per_box;
+         j += int64_t(gridDim.y) * blockDim.x) {
         const int64_t pw = j % PW, ph = (j / PW) % PH, c = j / (PW * PH);
         const A grad = ld(grad_out[k * per_box + j]);
         A* plane = grad_input + (b.batch * s.channels + c) * H * W;
@@ -164,8 +166,8 @@ constexpr int kLanes = 32, kWarps = 8;
 
 template <typename T>
 __global__ void roi_align_backward_channels_last_kernel(acc_t<T>* __restrict__ grad_nhwc,
-                                                        const T* __restrict__ grad_out,
-                                                        const T* __restrict__ boxes, const RoiAlignShape s) {
+                                                        const T* __restrict__ grad_out, const T* __restrict__ boxes,
+                                                        const RoiAlignShape s) {
     using A = acc_t<T>;
     __shared__ BoxTables<A> t;
     const int64_t k = blockIdx.x;
@@ -202,8 +204,8 @@ cudaError_t roi_align_forward_cuda(DType dtype, void* out, const void* input, co
     const dim3 grid(unsigned(s.boxes), unsigned(by < kMaxGridY ? by : kMaxGridY));
     return dispatch_dtype(dtype, [&](auto* type) {
         using T = std::remove_pointer_t<decltype(type)>;
-        roi_align_forward_kernel<T><<<grid, kThreads, 0, stream>>>(
-            static_cast<T*>(out), static_cast<const T*>(input), static_cast<const T*>(boxes), s);
+        roi_align_forward_kernel<T><<<grid, kThreads, 0, stream>>>(static_cast<T*>(out), static_cast<const T*>(input),
+                                                                   static_cast<const T*>(boxes), s);
         return cudaGetLastError();
     });
 }
