@@ -22,9 +22,10 @@
 //                                              one address, 4 sectors per instruction instead of up to 32. The
 //                                              gradient comes back channels-last (PyTorch accepts any strides).
 // 16-bit dtypes: the adds go to a float buffer, rounded to the dtype once at the end (the binding does it). An
-// atomicAdd on __half exists (sm_70+, __nv_bfloat16 natively on sm_90), but thousands of rounded 16-bit adds
-// into one pixel lose the small ones (with ~800 adds of 1e-3 into 1.0, half of them vanish); float keeps them,
-// and float atomics are the fastest kind. float64 adds in double (atomicAdd on double: sm_60+).
+// atomicAdd on __half exists (sm_70+, __nv_bfloat16 natively on sm_90), but a 16-bit sum keeps 11 (bfloat16: 8)
+// significant bits: into a pixel that holds 1.0 already, any float16 add under 2^-11 (~5e-4) rounds away, and
+// overlapping boxes make hundreds of adds per pixel. float keeps them, and float atomics are the fastest kind;
+// the buffer costs a 111 MB zeroing and one rounding pass. float64 adds in double (atomicAdd on double: sm_60+).
 //
 // Napkin math (H200; the benchmark: 1000 boxes, C = 256, 7 x 7 bins, 2 x 2 samples, N = 2, a 200 x 272 map):
 // - forward: 12.5 M outputs, 4 samples x 4 loads = 200 M gathers from a 111 MB input (float32). Neighbouring
