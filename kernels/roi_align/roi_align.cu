@@ -1,0 +1,232 @@
+// roi_align.cu: RoIAlign on the GPU: the forward (a gather) and two backwards (a scatter): which one is faster is
+// the lesson's question.
+//
+// Forward: out[k][c][ph][pw] = (1 / count) * sum over the bin's grid_h x grid_w samples (y, x) of the bilinear
+// interpolation of input[b][c] at (y, x), b = box k's image. One thread per output element, as in torchvision; the
+// element's index in the box, j = (c * PH + ph) * PW + pw, so a warp covers 32 neighbouring bins of one channel
+// plane and its loads fall close together. The grid is (boxes, blocks per box): a block never straddles two
+// boxes, so the box's sample positions (roi_align.h: PH * grid_h along y, PW * grid_w along x, separable) are
+// computed once per block into shared memory, instead of once per thread and sample as torchvision does.
+//
+// Backward: the same sums read backwards. Each (bin, sample) hands grad_out / count times each of its four
+// bilinear weights to four input pixels. Different bins (and different boxes) share pixels, so the adds must be
+// atomic. Two versions (ops.roi_align(..., version=...) picks the backward; "fast" is op.py's FAST):
+//   1. roi_align_backward_atomic_kernel        torchvision's: one thread per grad_out element, atomicAdd into
+//                                              grad_input (N, C, H, W). A warp is 32 bins of one channel, so its
+//                                              32 adds go to 32 scattered addresses of one plane (up to 32 memory
+//                                              transactions per instruction), and to one address where bins are
+//                                              under a pixel wide (32 adds on one word, done one after another).
+//   2. roi_align_backward_channels_last_kernel the same adds, but a warp is one bin in 32 channels, and
+//                                              grad_input is laid out (N, H, W, C): the 32 adds of an instruction
+//                                              go to 32 consecutive floats, one 128-byte line. Never two lanes on
+//                                              one address, 4 sectors per instruction instead of up to 32. The
+//                                              gradient comes back channels-last (PyTorch accepts any strides).
+// 16-bit dtypes: the adds go to a float buffer, rounded to the dtype once at the end (the binding does it). An
+// atomicAdd on __half exists (sm_70+, __nv_bfloat16 natively on sm_90), but a 16-bit sum keeps 11 (bfloat16: 8)
+// significant bits: into a pixel that holds 1.0 already, any float16 add under 2^-11 (~5e-4) rounds away, and
+// overlapping boxes make hundreds of adds per pixel. float keeps them, and float atomics are the fastest kind;
+// the buffer costs a 111 MB zeroing and one rounding pass. float64 adds in double (atomicAdd on double: sm_60+).
+//
+// Napkin math (H200; the benchmark: 1000 boxes, C = 256, 7 x 7 bins, 2 x 2 samples, N = 2, a 200 x 272 map):
+// - forward: 12.5 M outputs, 4 samples x 4 loads = 200 M gathers from a 111 MB input (float32). Neighbouring
+//   samples share pixels and lines, so most loads hit L1/L2: the time goes to load instructions and their
+//   latency, ~0.1-0.2 ms, not to DRAM (111 MB at 4.3 TB/s is 26 us).
+// - backward: the same 200 M adds, atomics to L2 (which executes them). Version 1 issues up to 32 L2 transactions
+//   per warp instruction: ~200 M transactions; version 2 ~25 M (4 sectors per 32 adds). Plus zeroing the 111 MB
+//   gradient first (~26 us) and, for 16 bits, rounding it (~40 us).
+#include <type_traits>
+
+#include "cuda_types.cuh"
+#include "roi_align.h"
+
+// What a dtype is computed (and its gradient summed) in: double for double, float for the rest.
+template <typename T>
+using acc_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
+
+constexpr int kThreads = 256;
+// Samples per axis kept in shared memory: a box with more (sampling_ratio <= 0 on a box over ~18 bins' worth of
+// pixels, with 7 bins) computes them on the fly instead, with the same function, so the results are the same.
+constexpr int kMaxTable = 128;
+constexpr int64_t kMaxGridY = 65535;  // CUDA's limit on gridDim.y
+
+// ----------------------------------------------------------------------------------------------
+// Device helpers
+
+template <typename T>
+__device__ __forceinline__ RoiBox<acc_t<T>> box_of(const T* boxes, int64_t k, const RoiAlignShape& s) {
+    const T* b = boxes + k * 5;  // every thread of the block loads the same 5 numbers: one broadcast each
+    return roi_box(ld(b[0]), ld(b[1]), ld(b[2]), ld(b[3]), ld(b[4]), s);
+}
+
+// The block's box samples, in shared memory when they fit (then `tables` is true). Every thread must call this
+// (it ends with a barrier), before any thread returns.
+template <typename A>
+struct BoxTables {
+    AxisSample<A> y[kMaxTable], x[kMaxTable];
+};
+
+template <typename A>
+__device__ __forceinline__ bool fill_tables(BoxTables<A>& t, const RoiBox<A>& b, const RoiAlignShape& s) {
+    const int64_t ny = s.pooled_height * b.grid_h, nx = s.pooled_width * b.grid_w;
+    const bool fits = ny <= kMaxTable && nx <= kMaxTable;
+    const int tid = threadIdx.x + threadIdx.y * blockDim.x;
+    if (fits) {  // kMaxTable <= threads per block: one entry per thread at most
+        if (tid < ny) t.y[tid] = axis_sample(b.start_h, b.bin_h, b.grid_h, tid / b.grid_h, tid % b.grid_h, s.height);
+        if (tid < nx) t.x[tid] = axis_sample(b.start_w, b.bin_w, b.grid_w, tid / b.grid_w, tid % b.grid_w, s.width);
+    }
+    __syncthreads();
+    return fits;
+}
+
+template <typename A>
+__device__ __forceinline__ AxisSample<A> y_sample(const BoxTables<A>& t, bool tables, const RoiBox<A>& b,
+                                                  const RoiAlignShape& s, int64_t ph, int64_t iy) {
+    return tables ? t.y[ph * b.grid_h + iy] : axis_sample(b.start_h, b.bin_h, b.grid_h, ph, iy, s.height);
+}
+
+template <typename A>
+__device__ __forceinline__ AxisSample<A> x_sample(const BoxTables<A>& t, bool tables, const RoiBox<A>& b,
+                                                  const RoiAlignShape& s, int64_t pw, int64_t ix) {
+    return tables ? t.x[pw * b.grid_w + ix] : axis_sample(b.start_w, b.bin_w, b.grid_w, pw, ix, s.width);
+}
+
+// ----------------------------------------------------------------------------------------------
+// Forward: block (k, by) covers elements j = by * 256 + tid, by * 256 + tid + gridDim.y * 256, ... of box k.
+
+template <typename T>
+__global__ void roi_align_forward_kernel(T* __restrict__ out, const T* __restrict__ input, const T* __restrict__ boxes,
+                                         const RoiAlignShape s) {
+    using A = acc_t<T>;
+    __shared__ BoxTables<A> t;
+    const int64_t k = blockIdx.x;
+    const RoiBox<A> b = box_of(boxes, k, s);
+    const bool tables = fill_tables(t, b, s);
+    const int64_t PH = s.pooled_height, PW = s.pooled_width, H = s.height, W = s.width;
+    const int64_t per_box = s.channels * PH * PW;
+    for (int64_t j = int64_t(blockIdx.y) * blockDim.x + threadIdx.x; j < per_box;
+         j += int64_t(gridDim.y) * blockDim.x) {
+        const int64_t pw = j % PW, ph = (j / PW) % PH, c = j / (PW * PH);
+        A acc = 0;
+        if (b.batch >= 0) {  // an index out of range reads nothing: zeros (the CPU path refuses it instead)
+            const T* plane = input + (b.batch * s.channels + c) * H * W;
+            for (int64_t iy = 0; iy < b.grid_h; iy++) {
+                const AxisSample<A> y = y_sample(t, tables, b, s, ph, iy);
+                const T* lo = plane + y.lo * W;
+                const T* hi = plane + y.hi * W;
+                for (int64_t ix = 0; ix < b.grid_w; ix++) {
+                    const AxisSample<A> x = x_sample(t, tables, b, s, pw, ix);
+                    if (!(y.inside && x.inside)) continue;
+                    acc += y.h * x.h * ld(lo[x.lo]) + y.h * x.l * ld(lo[x.hi]) + y.l * x.h * ld(hi[x.lo]) +
+                           y.l * x.l * ld(hi[x.hi]);
+                }
+            }
+        }
+        st(&out[k * per_box + j], acc / b.count);
+    }
+}
+
+// ----------------------------------------------------------------------------------------------
+// Backward 1: atomics into (N, C, H, W), one thread per grad_out element (the forward's layout).
+
+template <typename T>
+__global__ void roi_align_backward_atomic_kernel(acc_t<T>* __restrict__ grad_input, const T* __restrict__ grad_out,
+                                                 const T* __restrict__ boxes, const RoiAlignShape s) {
+    using A = acc_t<T>;
+    __shared__ BoxTables<A> t;
+    const int64_t k = blockIdx.x;
+    const RoiBox<A> b = box_of(boxes, k, s);
+    const bool tables = fill_tables(t, b, s);
+    if (b.batch < 0) return;  // after the barrier: every thread has passed it
+    const int64_t PH = s.pooled_height, PW = s.pooled_width, H = s.height, W = s.width;
+    const int64_t per_box = s.channels * PH * PW;
+    for (int64_t j = int64_t(blockIdx.y) * blockDim.x + threadIdx.x; j < per_box;
+         j += int64_t(gridDim.y) * blockDim.x) {
+        const int64_t pw = j % PW, ph = (j / PW) % PH, c = j / (PW * PH);
+        const A grad = ld(grad_out[k * per_box + j]);
+        A* plane = grad_input + (b.batch * s.channels + c) * H * W;
+        for (int64_t iy = 0; iy < b.grid_h; iy++) {
+            const AxisSample<A> y = y_sample(t, tables, b, s, ph, iy);
+            for (int64_t ix = 0; ix < b.grid_w; ix++) {
+                const AxisSample<A> x = x_sample(t, tables, b, s, pw, ix);
+                if (!(y.inside && x.inside)) continue;
+                atomicAdd(&plane[y.lo * W + x.lo], grad * (y.h * x.h) / b.count);
+                atomicAdd(&plane[y.lo * W + x.hi], grad * (y.h * x.l) / b.count);
+                atomicAdd(&plane[y.hi * W + x.lo], grad * (y.l * x.h) / b.count);
+                atomicAdd(&plane[y.hi * W + x.hi], grad * (y.l * x.l) / b.count);
+            }
+        }
+    }
+}
+
+// ----------------------------------------------------------------------------------------------
+// Backward 2: atomics into (N, H, W, C). Block (k, cg) is box k, channels cg * 32 .. cg * 32 + 31: lane = channel
+// (threadIdx.x), and its 8 warps (threadIdx.y) take the box's bins in turn. The grad_out loads are 32 channels of
+// one bin, PH * PW elements apart; the 8 warps read neighbouring bins at once, so the lines they share come from L1.
+
+constexpr int kLanes = 32, kWarps = 8;
+
+template <typename T>
+__global__ void roi_align_backward_channels_last_kernel(acc_t<T>* __restrict__ grad_nhwc,
+                                                        const T* __restrict__ grad_out, const T* __restrict__ boxes,
+                                                        const RoiAlignShape s) {
+    using A = acc_t<T>;
+    __shared__ BoxTables<A> t;
+    const int64_t k = blockIdx.x;
+    const RoiBox<A> b = box_of(boxes, k, s);
+    const bool tables = fill_tables(t, b, s);
+    const int64_t C = s.channels, PH = s.pooled_height, PW = s.pooled_width, H = s.height, W = s.width;
+    const int64_t c = int64_t(blockIdx.y) * kLanes + threadIdx.x;
+    if (b.batch < 0 || c >= C) return;
+    A* image = grad_nhwc + b.batch * H * W * C + c;  // pixel (y, x) of channel c: image[(y * W + x) * C]
+    for (int64_t bin = threadIdx.y; bin < PH * PW; bin += kWarps) {
+        const int64_t ph = bin / PW, pw = bin % PW;
+        const A grad = ld(grad_out[(k * C + c) * PH * PW + bin]);
+        for (int64_t iy = 0; iy < b.grid_h; iy++) {
+            const AxisSample<A> y = y_sample(t, tables, b, s, ph, iy);
+            for (int64_t ix = 0; ix < b.grid_w; ix++) {
+                const AxisSample<A> x = x_sample(t, tables, b, s, pw, ix);
+                if (!(y.inside && x.inside)) continue;
+                atomicAdd(&image[(y.lo * W + x.lo) * C], grad * (y.h * x.h) / b.count);
+                atomicAdd(&image[(y.lo * W + x.hi) * C], grad * (y.h * x.l) / b.count);
+                atomicAdd(&image[(y.hi * W + x.lo) * C], grad * (y.l * x.h) / b.count);
+                atomicAdd(&image[(y.hi * W + x.hi) * C], grad * (y.l * x.l) / b.count);
+            }
+        }
+    }
+}
+
+// ----------------------------------------------------------------------------------------------
+// Launchers: grids come from the sizes; every launch is checked by the caller through the returned error.
+
+cudaError_t roi_align_forward_cuda(DType dtype, void* out, const void* input, const void* boxes, const RoiAlignShape& s,
+                                   cudaStream_t stream) {
+    const int64_t per_box = s.channels * s.pooled_height * s.pooled_width;
+    const int64_t by = cdiv(per_box, kThreads);
+    const dim3 grid(unsigned(s.boxes), unsigned(by < kMaxGridY ? by : kMaxGridY));
+    return dispatch_dtype(dtype, [&](auto* type) {
+        using T = std::remove_pointer_t<decltype(type)>;
+        roi_align_forward_kernel<T><<<grid, kThreads, 0, stream>>>(static_cast<T*>(out), static_cast<const T*>(input),
+                                                                   static_cast<const T*>(boxes), s);
+        return cudaGetLastError();
+    });
+}
+
+cudaError_t roi_align_backward_cuda(DType dtype, int64_t version, void* grad_input, const void* grad_out,
+                                    const void* boxes, const RoiAlignShape& s, cudaStream_t stream) {
+    return dispatch_dtype(dtype, [&](auto* type) {
+        using T = std::remove_pointer_t<decltype(type)>;
+        using A = acc_t<T>;
+        const T* g = static_cast<const T*>(grad_out);
+        const T* bx = static_cast<const T*>(boxes);
+        if (version == kRoiAlignBackwardChannelsLast) {
+            const dim3 grid(unsigned(s.boxes), unsigned(cdiv(s.channels, kLanes)));
+            roi_align_backward_channels_last_kernel<T>
+                <<<grid, dim3(kLanes, kWarps), 0, stream>>>(static_cast<A*>(grad_input), g, bx, s);
+        } else {
+            const int64_t by = cdiv(s.channels * s.pooled_height * s.pooled_width, kThreads);
+            const dim3 grid(unsigned(s.boxes), unsigned(by < kMaxGridY ? by : kMaxGridY));
+            roi_align_backward_atomic_kernel<T><<<grid, kThreads, 0, stream>>>(static_cast<A*>(grad_input), g, bx, s);
+        }
+        return cudaGetLastError();
+    });
+}
