@@ -7,9 +7,10 @@
 2. Where the time of a 16-bit product whose sizes TMA cannot read as they are goes (4095 x 4097 x 4093): the copies
    into padded rows, the kernel on already-padded inputs, and each Hopper version, beside the 4096^3 product.
 
-    python scripts/experiment_matmul_variants.py          (prints; writes $OUT/matmul_variants.json where OUT is set)
+    python scripts/experiment_matmul_variants.py     (prints; writes results/<date>-<gpu>/matmul-variants-float32.json
+                                                      and -unaligned.json, or into $OUT where it is set)
 
-SIZES="2048,4096,8192" sets the float32 sizes; SHAPES="0,1,2" the shapes tried."""
+STEPS="float32" or "unaligned" runs one; SIZES="2048,4096,8192" sets the float32 sizes; SHAPES="0,1,2" the shapes."""
 
 import json
 import os
@@ -21,7 +22,7 @@ import torch
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from kit import timing  # noqa: E402
+from kit import results, timing  # noqa: E402
 from kit.notebook import scratch_variant  # noqa: E402
 
 SHAPE_NAMES = [
@@ -155,21 +156,27 @@ def unaligned(lab, dev, res):
 
 def main():
     dev = torch.device("cuda")
-    res = {"device": torch.cuda.get_device_name(), "date": time.strftime("%Y-%m-%d"), "shapes": SHAPE_NAMES}
     lab, _ = scratch_variant("matmul", lambda src: "#define LABKIT_MATMUL_SWEEP 1\n" + src)
     t0 = time.time()
     lab.matmul(torch.ones(2, 2, device=dev), torch.ones(2, 2, device=dev))  # builds the variant
     print(f"built in {time.time() - t0:.1f}s", flush=True)
-    for step in [
-        s for s in (sweep_float32, unaligned) if s.__name__ in os.environ.get("STEPS", "sweep_float32,unaligned")
-    ]:
+    for step, name in ((sweep_float32, "float32"), (unaligned, "unaligned")):
+        if name not in os.environ.get("STEPS", "float32,unaligned").split(","):
+            continue
+        res = {
+            "device": torch.cuda.get_device_name(),
+            "date": time.strftime("%Y-%m-%d"),
+            "torch": torch.__version__,
+            "shapes": SHAPE_NAMES,
+        }
         try:
             step(lab, dev, res)
         except Exception as e:  # one step's failure leaves the other's numbers
-            res[step.__name__ + " error"] = repr(e)
-            print(step.__name__, "failed:", repr(e), flush=True)
-    if os.environ.get("OUT"):
-        Path(os.environ["OUT"], "matmul_variants.json").write_text(json.dumps(res, indent=1))
+            res["error"] = repr(e)
+            print(name, "failed:", repr(e), flush=True)
+        folder = Path(os.environ["OUT"]) if os.environ.get("OUT") else results.machine_dir()
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"matmul-variants-{name}.json").write_text(json.dumps(res, indent=1))
 
 
 if __name__ == "__main__":
