@@ -459,7 +459,9 @@ MUTANTS = [
 )
 def test_plausible_wrong_answer_fails_the_check_meant_for_it(solved, exercise, file, right, wrong, check, needs):
     if needs == "cuda" and not HAS_CUDA:
-        pytest.skip("this wrong answer is only wrong on a GPU (bandwidth or timing): needs a CUDA GPU")
+        pytest.skip(
+            "this wrong answer is only wrong on a GPU (bandwidth, timing, adds lost without atomics): needs a CUDA GPU"
+        )
     kit = solved[0]
     path = kit / "exercises" / file
     original = path.read_text()
