@@ -343,6 +343,112 @@ MUTANTS = [
         "the ring's model on the CPU, the consumer first",
         None,
     ),
+    # exercise 12: the bilinear sample's edge rules, each broken once
+    (
+        "ex12_bilinear_sample",
+        "ex12_bilinear_sample/ex12_bilinear_sample.h",
+        "    if (y <= T(0)) y = T(0);\n",
+        "",
+        "bilinear samples at awkward points",
+        None,
+    ),  # no clamp: y = -1 reads the row before the map, y = -0.5 gets the weights 1.5 and -0.5
+    (
+        "ex12_bilinear_sample",
+        "ex12_bilinear_sample/ex12_bilinear_sample.h",
+        "if (y < T(-1) ||",
+        "if (y < T(0) ||",
+        "bilinear samples at awkward points",
+        None,
+    ),  # points between -1 and 0 dropped instead of clamped
+    (
+        "ex12_bilinear_sample",
+        "ex12_bilinear_sample/ex12_bilinear_sample.h",
+        "y > T(H) ||",
+        "y >= T(H) ||",
+        "bilinear samples at awkward points",
+        None,
+    ),  # y == H is still on the map
+    (
+        "ex12_bilinear_sample",
+        "ex12_bilinear_sample/ex12_bilinear_sample.h",
+        "return hy * hx * plane[y_low * W + x_low] + hy * lx * plane[y_low * W + x_high] +\n"
+        "           ly * hx * plane[y_high * W + x_low] + ly * lx * plane[y_high * W + x_high];",
+        "return ly * lx * plane[y_low * W + x_low] + ly * hx * plane[y_low * W + x_high] +\n"
+        "           hy * lx * plane[y_high * W + x_low] + hy * hx * plane[y_high * W + x_high];",
+        "matches torchvision.ops.roi_align",
+        None,
+    ),  # the weights of the low and high neighbours swapped
+    (
+        "ex12_bilinear_sample",
+        "ex12_bilinear_sample/ex12_bilinear_sample.h",
+        "if (y_low >= H - 1) {",
+        "if (y_low >= H) {",
+        "reads nothing outside the map",
+        None,
+    ),  # off by one: the last row's high neighbour is row H, past the map
+    (
+        "ex12_bilinear_sample",
+        "ex12_bilinear_sample/ex12_bilinear_sample.h",
+        "        x_high = x_low + 1;",
+        "        x_high = x_low;",
+        "bilinear samples at awkward points",
+        None,
+    ),  # the high neighbour is the low one: no interpolation along x
+    # exercise 13: the backward's scatter
+    (
+        "ex13_roi_scatter",
+        "ex13_roi_scatter/ex13_roi_scatter.h",
+        "atomic_add(&plane[n.y_low * W + n.x_low], g * n.hy * n.hx);\n"
+        "    atomic_add(&plane[n.y_low * W + n.x_high], g * n.hy * n.lx);\n"
+        "    atomic_add(&plane[n.y_high * W + n.x_low], g * n.ly * n.hx);\n"
+        "    atomic_add(&plane[n.y_high * W + n.x_high], g * n.ly * n.lx);",
+        "atomic_add(&plane[n.y_low * W + n.x_low], g * n.ly * n.hx);\n"
+        "    atomic_add(&plane[n.y_low * W + n.x_high], g * n.ly * n.lx);\n"
+        "    atomic_add(&plane[n.y_high * W + n.x_low], g * n.hy * n.hx);\n"
+        "    atomic_add(&plane[n.y_high * W + n.x_high], g * n.hy * n.lx);",
+        "gradient matches torchvision's",
+        None,
+    ),  # the rows' weights swapped
+    (
+        "ex13_roi_scatter",
+        "ex13_roi_scatter/ex13_roi_scatter.h",
+        "    if (!n.inside) return;  // the forward read nothing there\n",
+        "",
+        "writes nothing outside grad_input",
+        None,
+    ),  # a point off the map adds (0) into its pixels -1: before the plane
+    (
+        "ex13_roi_scatter",
+        "ex13_roi_scatter/ex13_roi_scatter.h",
+        "&plane[n.y_low * W + n.x_high]",
+        "&plane[n.y_low * W + n.x_low + 1]",
+        "writes nothing outside grad_input",
+        None,
+    ),  # off by one at the last column: an add of 0 past the plane (the right values, a write out of bounds)
+    (
+        "ex13_roi_scatter",
+        "ex13_roi_scatter/ex13_roi_scatter.h",
+        "&plane[n.y_high * W + n.x_low]",
+        "&plane[n.y_high * H + n.x_low]",
+        "gradient matches torchvision's",
+        None,
+    ),  # scattered to the wrong pixel: a row taken as H long
+    (
+        "ex13_roi_scatter",
+        "ex13_roi_scatter/ex13_roi_scatter.h",
+        "&plane[n.y_high * W + n.x_high], g * n.ly * n.lx",
+        "&plane[n.y_high * W + n.x_high], g * n.ly",
+        "gradient matches torchvision's",
+        None,
+    ),  # a weight missing its x part: the four adds hand back more than g
+    (
+        "ex13_roi_scatter",
+        "ex13_roi_scatter/ex13_roi_scatter.h",
+        "atomic_add(&plane[n.y_low * W + n.x_low], g * n.hy * n.hx);",
+        "plane[n.y_low * W + n.x_low] += g * n.hy * n.hx;",
+        "many boxes over one region on cuda",
+        "cuda",
+    ),  # a plain += on the GPU: adds lost where threads collide (the CPU runs them one after another)
 ]
 
 
@@ -353,7 +459,9 @@ MUTANTS = [
 )
 def test_plausible_wrong_answer_fails_the_check_meant_for_it(solved, exercise, file, right, wrong, check, needs):
     if needs == "cuda" and not HAS_CUDA:
-        pytest.skip("this wrong answer is only wrong on a GPU (bandwidth or timing): needs a CUDA GPU")
+        pytest.skip(
+            "this wrong answer is only wrong on a GPU (bandwidth, timing, adds lost without atomics): needs a CUDA GPU"
+        )
     kit = solved[0]
     path = kit / "exercises" / file
     original = path.read_text()
