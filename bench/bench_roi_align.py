@@ -10,6 +10,10 @@ _roi_align_backward, called directly: no autograd around either side):
             version ops.roi_align's gradient runs (FAST);              dtype: float16 adds into float16)
             "atomic" and "channels_last": both versions
 
+  crowded   the backward again, with the 1000 boxes crowded into one 64 x 64 pixel corner of image 0 (16 x 16
+            feature-map pixels): every add lands on a few hundred pixels, where atomics collide. Ours, "atomic",
+            "channels_last" and torchvision's; no bar (the lesson's measurement of contention)
+
 n is the number of boxes. Bytes: what the pass must move at least: the feature map read (forward) or its gradient
 written (backward, which zeroes it first), and the pooled output written (or its gradient read). The kernels gather
 and scatter far more than that through L1/L2, so GB/s here is a yardstick for ours/torch, not a bandwidth.
@@ -57,6 +61,14 @@ def detector_boxes(k, n, height, width, scale, device, seed=0):
     return torch.stack([index, x1, y1, x1 + side[:, 0], y1 + side[:, 1]], dim=1).to(device)
 
 
+def crowded_boxes(k, device, seed=1):
+    """k boxes (batch index 0, x1, y1, x2, y2) of 16 to 48 pixels a side, all inside the image's 64 x 64 pixel corner."""
+    g = torch.Generator().manual_seed(seed)
+    side = torch.empty(k, 2).uniform_(16.0, 48.0, generator=g)
+    x1, y1 = torch.rand(k, generator=g) * (64 - side[:, 0]), torch.rand(k, generator=g) * (64 - side[:, 1])
+    return torch.stack([torch.zeros(k), x1, y1, x1 + side[:, 0], y1 + side[:, 1]], dim=1).to(device)
+
+
 def run(bench):
     if bench.device.type != "cuda":
         print("  roi_align: GPU only (torchvision's CUDA kernels are the reference); nothing measured on the CPU")
@@ -88,5 +100,10 @@ def run(bench):
             if name == FAST:  # the version ops.roi_align runs also gets a row of its own name, for the lesson
                 bench.measure("roi_align", "backward", dtype, BOXES, name, lambda v=v: bwd(g, rois, *back, v), nbytes)
         bench.measure("roi_align", "backward", dtype, BOXES, "torch", lambda: tv_bwd(g, rois, *back), nbytes)
+        crowded = crowded_boxes(BOXES, dev).to(dtype)
+        for name, v in VERSIONS.items():
+            for impl in ("ours", name) if name == FAST else (name,):
+                bench.measure("roi_align", "crowded", dtype, BOXES, impl, lambda v=v: bwd(g, crowded, *back, v), nbytes)
+        bench.measure("roi_align", "crowded", dtype, BOXES, "torch", lambda: tv_bwd(g, crowded, *back), nbytes)
         x = g = None
         torch.cuda.empty_cache()
