@@ -50,9 +50,6 @@ constexpr int kThreads = 256;
 // pixels, with 7 bins) computes them on the fly instead, with the same function, so the results are the same.
 constexpr int kMaxTable = 128;
 constexpr int64_t kMaxGridY = 65535;  // CUDA's limit on gridDim.y
-// Outputs per forward thread: a block's start (the box's 5 numbers, its sample tables, a barrier) is paid once for
-// kForwardOutputs x 256 outputs instead of 256; with C = 256 and 7 x 7 bins a box still has 13 blocks.
-constexpr int64_t kForwardOutputs = 4;
 
 // ----------------------------------------------------------------------------------------------
 // Device helpers
@@ -209,7 +206,7 @@ __global__ void roi_align_backward_channels_last_kernel(acc_t<T>* __restrict__ g
 cudaError_t roi_align_forward_cuda(DType dtype, void* out, const void* input, const void* boxes, const RoiAlignShape& s,
                                    cudaStream_t stream) {
     const int64_t per_box = s.channels * s.pooled_height * s.pooled_width;
-    const int64_t by = cdiv(per_box, kThreads * kForwardOutputs);
+    const int64_t by = cdiv(per_box, kThreads);
     const dim3 grid(unsigned(s.boxes), unsigned(by < kMaxGridY ? by : kMaxGridY));
     const bool small = per_box + int64_t(kThreads) * kMaxGridY <= INT32_MAX;  // j and its stride fit an int
     return dispatch_dtype(dtype, [&](auto* type) {
