@@ -14,6 +14,7 @@ import io
 import os
 import shutil
 import subprocess
+import sys
 import tarfile
 from pathlib import Path
 
@@ -60,15 +61,18 @@ def changed_files(kit=KIT):
     return sorted(entry[3:] for entry in r.stdout.split("\0") if entry[3:])
 
 
-def strip_notebooks(root):
-    import nbformat
-
-    from kit.nbstrip import strip
-
-    for path in Path(root).rglob("*.ipynb"):
-        nb = nbformat.read(path, as_version=4)
-        if strip(nb):
-            nbformat.write(nb, path)
+def strip_notebooks(root, kit=KIT):
+    """Every notebook under root without outputs (kit/nbstrip.py, in a process of its own: the hub imports none of
+    the kit)."""
+    notebooks = [str(p) for p in Path(root).rglob("*.ipynb")]
+    if notebooks:
+        subprocess.run(
+            [sys.executable, "-m", "kit.nbstrip", *notebooks],
+            cwd=kit,
+            env={**os.environ, "PYTHONPATH": str(kit)},
+            check=True,
+            capture_output=True,
+        )
 
 
 def make_handout(dest, kit=KIT):
