@@ -139,10 +139,12 @@ def default_jobs():
     """Students graded at once: half the cores (each student's build gets cores / jobs compile jobs), and no more
     than the available memory / 3 GiB (a child with torch loaded and a compiler running), at least 1."""
     cores = os.cpu_count() or 1
+    available = 0
     try:
-        available = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError):
-        available = 0
+        with open("/proc/meminfo") as f:
+            available = next((int(x.split()[1]) * 1024 for x in f if x.startswith("MemAvailable:")), 0)
+    except OSError:
+        pass
     return max(1, min(cores // 2, available // (3 * 1024**3) if available else cores))
 
 

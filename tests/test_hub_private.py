@@ -166,3 +166,29 @@ def test_a_students_process_cannot_read_anothers_home():
         assert r.returncode != 0 and "PermissionError" in r.stderr, r.stdout + r.stderr
     finally:
         subprocess.run(["rm", "-rf", str(base)], check=True)
+
+
+def test_the_hub_config_makes_the_hand_out_and_an_admin(tmp_path, monkeypatch, capfd):
+    """hub/jupyterhub_config.py as JupyterHub reads it: the instructor is the admin, with a password of their own;
+    the roster is read from the class folder; each student's server is pointed at a hand-out made at the start."""
+    from traitlets.config import Config
+
+    (tmp_path / "class").mkdir()
+    (tmp_path / "class" / "students.txt").write_text("ada\nbo\n")
+    for name in ("LABKIT_STUDENTS", "LABKIT_HUB_PASSWORD", "LABKIT_HUB_ADMIN_PASSWORD", "LABKIT_HUB_MODE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("LABKIT_HUB_STATE", str(tmp_path / "hub"))
+    monkeypatch.setenv("LABKIT_CLASS_DIR", str(tmp_path / "class"))
+    monkeypatch.setenv("LABKIT_ADMIN", "prof")
+    c = Config()
+    path = ROOT / "hub" / "jupyterhub_config.py"
+    exec(compile(path.read_text(), str(path), "exec"), {"get_config": lambda: c, "__file__": str(path)})
+    assert c.Authenticator.admin_users == {"prof"} and c.Authenticator.allowed_users == {"ada", "bo"}
+    admin_password = tmp_path / "hub" / "admin_password"
+    assert (admin_password.stat().st_mode & 0o777) == 0o600
+    assert c.SharedPasswordAuthenticator.admin_password == admin_password.read_text().strip()
+    assert c.SharedPasswordAuthenticator.admin_password != c.SharedPasswordAuthenticator.user_password
+    handout = Path(c.Spawner.environment["LABKIT_HANDOUT"])
+    assert (handout / "exercises").is_dir() and not (handout / "solutions").exists()
+    changed = classroom.changed_files(ROOT)
+    assert ("handed-out files have changes not committed" in capfd.readouterr().err) == bool(changed)
