@@ -50,15 +50,24 @@ def is_git_checkout(kit=KIT):
     return r.returncode == 0 and r.stdout.strip() == ""  # the kit is the top of a checkout (or worktree)
 
 
-def changed_files(kit=KIT):
-    """Files handed out whose working copy differs from HEAD (uncommitted edits students will not get)."""
+def _status(kit, untracked):
     r = subprocess.run(
-        ["git", "-C", str(kit), "status", "--porcelain=v1", "-z", "--untracked-files=no", *_pathspec()],
+        ["git", "-C", str(kit), "status", "--porcelain=v1", "-z", f"--untracked-files={untracked}", *_pathspec()],
         capture_output=True,
         text=True,
         check=True,
     )
-    return sorted(entry[3:] for entry in r.stdout.split("\0") if entry[3:])
+    return [(entry[:2], entry[3:]) for entry in r.stdout.split("\0") if entry[3:]]
+
+
+def changed_files(kit=KIT):
+    """Files handed out whose working copy differs from HEAD (uncommitted edits students will not get)."""
+    return sorted(path for _, path in _status(kit, "no"))
+
+
+def new_files(kit=KIT):
+    """Files git does not track (and does not ignore) where the hand-out's files are: students will not get them."""
+    return sorted(path for state, path in _status(kit, "all") if state == "??")
 
 
 def strip_notebooks(root, kit=KIT):

@@ -102,13 +102,19 @@ else:
 # from it on their first start only
 HANDOUT = classroom.make_handout(STATE / "handout", HERE.parent)
 STATE.chmod(0o711)  # the students' own accounts (unix mode) reach the hand-out by name, list nothing
-changed = classroom.changed_files(HERE.parent) if classroom.is_git_checkout(HERE.parent) else []
-if changed:
-    print(
-        f"[labkit hub] WARNING: {len(changed)} handed-out files have changes not committed; students get the committed "
-        f"version (commit them if students should have yours): {', '.join(changed)}",
-        file=sys.stderr,
-    )
+if classroom.is_git_checkout(HERE.parent):
+    changed, new = classroom.changed_files(HERE.parent), classroom.new_files(HERE.parent)
+    if changed:
+        print(
+            f"[labkit hub] WARNING: {len(changed)} handed-out files have changes not committed; students get the "
+            f"committed version (commit them if students should have yours): {', '.join(changed)}",
+            file=sys.stderr,
+        )
+    if new:
+        print(
+            f"[labkit hub] note: {len(new)} files git does not track are not handed out: {', '.join(new)}",
+            file=sys.stderr,
+        )
 
 c.Spawner.cmd = [sys.executable, str(HERE / "singleuser.py")]
 c.Spawner.notebook_dir = "~"

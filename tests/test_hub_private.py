@@ -92,6 +92,8 @@ def test_the_hand_out_is_the_committed_kit_without_answers_or_grades(instructor_
 def test_the_hub_names_handed_out_files_that_are_not_committed(instructor_kit):
     kit, _ = instructor_kit
     assert classroom.changed_files(kit) == ["exercises/ex1/ex1.h", "notebooks/01.ipynb"]
+    # and the files students will not get because git does not track them (.hub/ is ignored in the kit, not here)
+    assert "exercises/ex1/notes.txt" in classroom.new_files(kit) and "students.txt" in classroom.new_files(kit)
 
 
 def test_the_real_kit_hands_out_no_solutions_tests_or_hub(tmp_path):
