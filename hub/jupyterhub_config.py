@@ -8,24 +8,29 @@ class" says how to start it, how students log in and how to grade them. Set with
                        SimpleLocalProcessSpawner).
                        unix: each student is a Unix user of the server and logs in with their own password (PAM);
                        JupyterLab runs as that user in their own home (LocalProcessSpawner). Start the hub as root.
-  LABKIT_STUDENTS      a file of student names, one a line: only they may log in (default: anyone with the password)
+  LABKIT_STUDENTS      a file of student names, one a line: only they may log in (default: students.txt of the
+                       class folder if there is one, else anyone with the password)
+  LABKIT_CLASS_DIR     the instructor's class folder, mode 0700: roster, submissions, grades (default ~/.labkit-class)
+  LABKIT_ADMIN         the hub's admin users, the instructor (default: the user who runs the hub); in homes mode they
+                       log in with LABKIT_HUB_ADMIN_PASSWORD (default: made, kept in $LABKIT_HUB_STATE/admin_password)
   LABKIT_CLASS_SIZE    how many students build at once, for each one's share of the server (default: the names in
                        LABKIT_STUDENTS, else 30)
   LABKIT_HUB_PASSWORD  the class password (homes mode; at least 8 characters); default: made on the first start,
                        kept in $LABKIT_HUB_STATE/password and printed in the log
-  LABKIT_HUB_STATE     the hub's folder: its database, cookie secret, password and (homes mode) the homes;
+  LABKIT_HUB_STATE     the hub's folder: its database, cookie secret, passwords, the hand-out and (homes mode) the homes;
                        default .hub/ in the kit
 
 Each student's server starts with hub/singleuser.py (their copy of the kit, their build folder, a memory limit per
 process) and MAX_JOBS and OMP_NUM_THREADS from hub/limits.py: their share of this server for the class size."""
 
+import getpass
 import os
 import secrets
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from hub import limits  # noqa: E402 (hub/limits.py, beside this file)
+from hub import classroom, limits  # noqa: E402 (hub/classroom.py and hub/limits.py, beside this file)
 
 c = get_config()  # noqa: F821 (JupyterHub defines it for its config file)
 
@@ -33,8 +38,9 @@ HERE = Path(__file__).resolve().parent
 MODE = os.environ.get("LABKIT_HUB_MODE", "homes")
 STATE = Path(os.environ.get("LABKIT_HUB_STATE") or HERE.parent / ".hub").resolve()
 STATE.mkdir(parents=True, exist_ok=True)
-students_file = os.environ.get("LABKIT_STUDENTS")
-STUDENTS = set(Path(students_file).read_text().split()) if students_file else set()
+students_file = classroom.roster()
+STUDENTS = set(students_file.read_text().split()) if students_file else set()
+ADMINS = set(os.environ.get("LABKIT_ADMIN", "").replace(",", " ").split()) or {getpass.getuser()}
 CLASS_SIZE = int(os.environ.get("LABKIT_CLASS_SIZE") or len(STUDENTS) or 30)
 
 c.JupyterHub.db_url = f"sqlite:///{STATE / 'jupyterhub.sqlite'}"
@@ -45,6 +51,7 @@ proxy = Path(sys.executable).parent / "configurable-http-proxy"
 if proxy.exists():
     c.ConfigurableHTTPProxy.command = [str(proxy)]
 
+c.Authenticator.admin_users = ADMINS  # the instructor: the hub's admin page (/hub/admin), every student's server
 if STUDENTS:
     c.Authenticator.allowed_users = STUDENTS
 else:
@@ -61,6 +68,16 @@ if MODE == "homes":
         print(f"[labkit hub] the class password is {password} (in {saved})", file=sys.stderr)
     c.JupyterHub.authenticator_class = "shared-password"
     c.SharedPasswordAuthenticator.user_password = password
+    # the admins log in with a password of their own, never the class one (JupyterHub wants 32 characters or more)
+    admin_password = os.environ.get("LABKIT_HUB_ADMIN_PASSWORD")
+    saved = STATE / "admin_password"
+    if not admin_password:
+        if not saved.exists():
+            saved.write_text(secrets.token_urlsafe(24) + "\n")
+            saved.chmod(0o600)
+        admin_password = saved.read_text().strip()
+    c.SharedPasswordAuthenticator.admin_password = admin_password
+    print(f"[labkit hub] admin {', '.join(sorted(ADMINS))}: log in with the password in {saved}", file=sys.stderr)
     c.JupyterHub.spawner_class = "simple"  # jupyterhub.spawner.SimpleLocalProcessSpawner: homes, one account
     c.SimpleLocalProcessSpawner.home_dir_template = str(STATE / "homes" / "{username}")
     if os.getuid() == 0:
@@ -68,8 +85,36 @@ if MODE == "homes":
 elif MODE == "unix":
     c.JupyterHub.authenticator_class = "pam"
     c.JupyterHub.spawner_class = "localprocess"  # each student's server as their own Unix user, in their home
+
+    def private_home(spawner):
+        """The student's home readable by them alone, before their server starts (singleuser.py does it too)."""
+        import pwd
+
+        home = Path(pwd.getpwnam(spawner.user.name).pw_dir)
+        if home.is_dir():
+            home.chmod(0o700)
+
+    c.Spawner.pre_spawn_hook = private_home
 else:
     raise ValueError(f"LABKIT_HUB_MODE={MODE!r}: use homes or unix")
+
+# what students get: the kit's committed files, made afresh at each start (hub/classroom.py); a student's copy is made
+# from it on their first start only
+HANDOUT = classroom.make_handout(STATE / "handout", HERE.parent)
+STATE.chmod(0o711)  # the students' own accounts (unix mode) reach the hand-out by name, list nothing
+if classroom.is_git_checkout(HERE.parent):
+    changed, new = classroom.changed_files(HERE.parent), classroom.new_files(HERE.parent)
+    if changed:
+        print(
+            f"[labkit hub] WARNING: {len(changed)} handed-out files have changes not committed; students get the "
+            f"committed version (commit them if students should have yours): {', '.join(changed)}",
+            file=sys.stderr,
+        )
+    if new:
+        print(
+            f"[labkit hub] note: {len(new)} files git does not track are not handed out: {', '.join(new)}",
+            file=sys.stderr,
+        )
 
 c.Spawner.cmd = [sys.executable, str(HERE / "singleuser.py")]
 c.Spawner.notebook_dir = "~"
@@ -77,6 +122,7 @@ c.Spawner.default_url = "/lab/tree/kit/notebooks/01_add2.ipynb"
 env, mem_limit = limits.for_class(CLASS_SIZE)
 # the kit's JupyterLab defaults, as `make lab` gives them: no "get notified about Jupyter news?" pop-up
 env["JUPYTER_CONFIG_PATH"] = str(HERE.parent / ".jupyter")
+env["LABKIT_HANDOUT"] = str(HANDOUT)
 c.Spawner.environment = env
 c.Spawner.mem_limit = mem_limit
 # a whole class starting at once on a busy server: give each server time to come up

@@ -1,9 +1,12 @@
 """What the hub starts for each student (Spawner.cmd): gives the student a copy of the kit on their first start,
 limits each of their processes' memory, then becomes their JupyterLab (jupyterhub-singleuser, with the hub's
-arguments). It runs as the student: as their own Unix user where each has one, with their own $HOME.
+arguments). It runs as the student: as their own Unix user where each has one, with their own $HOME, which it makes
+readable by the student alone (0700).
 
-    $HOME/kit/           the student's copy of the kit, without solutions/ (and without the kit's tests, which
-                         type the solutions in); made once, never overwritten: it holds their work
+    $HOME/kit/           the student's copy of the kit: the hand-out (the kit's committed files without
+                         solutions/, tests/ and hub/: hub/classroom.py); made once, never overwritten: it holds
+                         their work
+    $HOME/grades/        their grade report, written there by `make grade-class`
     $HOME/kit/.build/    their build folder (LABKIT_BUILD_DIR): never shared with another student
 
 The memory limit is Spawner.mem_limit (JupyterHub passes it as MEM_LIMIT, in bytes), set here as RLIMIT_DATA on the
@@ -19,32 +22,32 @@ import shutil
 import sys
 from pathlib import Path
 
-KIT = Path(__file__).resolve().parent.parent  # the instructor's kit, which this file is part of
-NOT_HANDED_OUT = (
-    "solutions",
-    "tests",
-    "hub",
-    ".git",
-    ".venv",
-    ".build",
-    ".hub",
-    "__pycache__",
-    ".ipynb_checkpoints",
-    ".pytest_cache",
-    "*.egg-info",
-)
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from hub import classroom  # noqa: E402 (hub/classroom.py, beside this file)
 
 
-def hand_out(home):
-    """$HOME/kit, copied from the instructor's kit on the first start (into a temporary name, then renamed, so a
-    start killed half way leaves no half kit); returns it."""
+def hand_out(home, handout=None):
+    """$HOME/kit, copied from the hand-out on the first start (into a temporary name, then renamed, so a start killed
+    half way leaves no half kit); returns it. The hand-out is the folder the hub made when it started
+    (LABKIT_HANDOUT: the kit's committed files, hub/classroom.py); without one (an image with this kit in it), made
+    here from the kit the same way."""
     kit = home / "kit"
     if not kit.exists():
         part = home / ".kit.partial"
         shutil.rmtree(part, ignore_errors=True)
-        shutil.copytree(KIT, part, ignore=shutil.ignore_patterns(*NOT_HANDED_OUT), symlinks=True)
+        handout = handout or os.environ.get("LABKIT_HANDOUT")
+        if handout:
+            shutil.copytree(handout, part, symlinks=True)
+        else:
+            classroom.make_handout(part)
         part.rename(kit)
     return kit
+
+
+def private_home(home):
+    """The student's home, readable by them alone (0700): where each student is a Unix user, no classmate can read
+    their work or their grade report."""
+    home.chmod(0o700)
 
 
 def limit_memory(limit):
@@ -54,6 +57,7 @@ def limit_memory(limit):
 
 
 def main(args):
+    private_home(Path.home())
     kit = hand_out(Path.home())
     os.environ["LABKIT_BUILD_DIR"] = str(kit / ".build")
     os.environ["PYTHONPATH"] = str(kit)  # `import loader` is the student's own loader, wherever a notebook is

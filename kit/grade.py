@@ -13,10 +13,14 @@ no GPU. For an instructor:
 import argparse
 import importlib.util
 import json
+import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 import loader
@@ -102,9 +106,24 @@ def main(argv=None):
     p.add_argument("--solutions", action="store_true", help="grade solutions/ laid over a copy of the kit")
     p.add_argument("--class", dest="klass", help="a folder of student kits (each with exercises/): grade each")
     p.add_argument("--json", help="also write the results here, for a gradebook")
+    p.add_argument("-j", "--jobs", type=int, help=f"--class: students graded at once (default {default_jobs()} here)")
+    p.add_argument("--timeout", type=float, default=300, help="--class: seconds for each exercise (default 300)")
+    p.add_argument(
+        "--student-timeout", type=float, default=1800, help="--class: seconds for each student (default 1800)"
+    )
+    p.add_argument("--jsonl", help=argparse.SUPPRESS)  # each report as a line, as soon as it is done (--class)
     args = p.parse_args(argv)
+    unknown = [e for e in args.exercises if e not in CHECKS]
+    if unknown:
+        p.error(f"no exercise {', '.join(unknown)}; exercises: {', '.join(EXERCISES)}")
     if args.klass:
-        return _grade_class(Path(args.klass), args.exercises, args.json)
+        return _grade_class(Path(args.klass), args.exercises, args.json, args.jobs, args.timeout, args.student_timeout)
+    if args.jsonl:
+        for name in args.exercises or EXERCISES:
+            report = check(name, kit=args.kit, quiet=True)
+            with open(args.jsonl, "a") as f:
+                f.write(json.dumps(report.to_dict()) + "\n")
+        return 0
     if args.solutions:
         args.kit = str(with_solutions(tempfile.mkdtemp(prefix="labkit-solutions-")))
     reports = check(*args.exercises, kit=args.kit)
@@ -116,24 +135,107 @@ def main(argv=None):
     return 1 if failed else 0
 
 
-def _grade_class(folder, exercises, json_path):
-    """Each student in a child process: one student's crashing kernel must not end everyone's grading."""
+def default_jobs():
+    """Students graded at once: half the cores (each student's build gets cores / jobs compile jobs), and no more
+    than the available memory / 3 GiB (a child with torch loaded and a compiler running), at least 1."""
+    cores = os.cpu_count() or 1
+    available = 0
+    try:
+        with open("/proc/meminfo") as f:
+            available = next((int(x.split()[1]) * 1024 for x in f if x.startswith("MemAvailable:")), 0)
+    except OSError:
+        pass
+    return max(1, min(cores // 2, available // (3 * 1024**3) if available else cores))
+
+
+def _failed(name, check, detail, hint=""):
+    return {
+        "exercise": name,
+        "passed": False,
+        "failed": True,
+        "results": [{"check": check, "status": "fail", "detail": detail, "hint": hint}],
+    }
+
+
+def grade_student(kit, exercises, timeout, student_timeout, env=None):
+    """A student's kit graded in child processes, one exercise after another in teaching order: each exercise (its
+    build and its checks) gets `timeout` seconds, the student `student_timeout` in all. An exercise that runs past
+    its time (an endless loop) or crashes its process (an abort) fails with that said, and the next exercise goes on
+    in a new child. Returns the reports as dicts (Report.to_dict), in teaching order."""
+    todo = [e for e in EXERCISES if e in exercises]
+    reports, t_student = [], time.monotonic()
+    while todo:
+        with tempfile.TemporaryDirectory(prefix="labkit-grade-") as tmp:
+            lines, log = Path(tmp) / "reports.jsonl", Path(tmp) / "log"
+            with open(log, "w") as out:
+                proc = subprocess.Popen(
+                    [sys.executable, "-m", "kit.grade", *todo, "--kit", str(kit), "--jsonl", str(lines)],
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    cwd=loader.ROOT,
+                    env=env,
+                    start_new_session=True,  # its compilers too, to end them all at once
+                )
+            t_exercise, why, consumed = time.monotonic(), None, 0
+            while True:
+                rc = proc.poll()
+                text = lines.read_text() if lines.exists() else ""
+                for line in text.split("\n")[consumed:-1]:  # whole lines only: the last may be being written
+                    consumed += 1
+                    report = json.loads(line)
+                    reports.append(report)
+                    todo.remove(report["exercise"])
+                    t_exercise = time.monotonic()
+                if rc is not None:
+                    break
+                now = time.monotonic()
+                if now - t_exercise > timeout:
+                    why = f"did not finish in {timeout:g} s (an endless loop, or a deadlock?): stopped"
+                elif now - t_student > student_timeout:
+                    why = f"the student's time ({student_timeout:g} s for every exercise) ran out: stopped"
+                if why:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait()
+                    break
+                time.sleep(0.2)
+            if todo:
+                name = todo.pop(0)
+                if why:
+                    reports.append(_failed(name, "finishes in time", why, "run it in a notebook: does it return?"))
+                else:
+                    tail = log.read_text(errors="replace").strip().splitlines()[-5:]
+                    reports.append(
+                        _failed(
+                            name,
+                            "runs to the end",
+                            f"its process ended (status {proc.returncode}): " + " | ".join(tail),
+                        )
+                    )
+                if time.monotonic() - t_student > student_timeout:
+                    reports += [_failed(e, "graded", "not graded: the student's time ran out") for e in todo]
+                    todo = []
+    return reports
+
+
+def _grade_class(folder, exercises, json_path, jobs=None, timeout=300, student_timeout=1800):
+    """Every student of the folder, `jobs` at once, each in child processes (grade_student): one student's crashing
+    or endless kernel must not end or hold up everyone's grading. Prints a line per student as they finish."""
+    jobs = jobs or default_jobs()
+    cores = os.cpu_count() or 1
+    env = {**os.environ, "PYTHONPATH": str(loader.ROOT)}
+    env.setdefault("MAX_JOBS", str(max(1, cores // jobs)))  # the students graded at once share the cores
+    env.setdefault("OMP_NUM_THREADS", str(max(1, cores // jobs)))
+    students = sorted(d for d in folder.iterdir() if (d / "exercises").is_dir())
     book = {}
-    for student in sorted(d for d in folder.iterdir() if (d / "exercises").is_dir()):
-        with tempfile.NamedTemporaryFile(suffix=".json") as f:
-            r = subprocess.run(
-                [sys.executable, "-m", "kit.grade", *exercises, "--kit", str(student), "--json", f.name],
-                capture_output=True,
-                text=True,
-                cwd=loader.ROOT,
-            )
-            try:
-                book[student.name] = json.loads(Path(f.name).read_text())
-            except (json.JSONDecodeError, OSError):
-                book[student.name] = {"error": (r.stderr or r.stdout)[-2000:]}
-        done = book[student.name]
-        score = "crashed" if isinstance(done, dict) else f"{sum(x['passed'] for x in done)}/{len(done)}"
-        print(f"{student.name}: {score}")
+    with ThreadPoolExecutor(jobs) as pool:
+        running = {
+            pool.submit(grade_student, s, exercises or EXERCISES, timeout, student_timeout, env): s for s in students
+        }
+        for done in as_completed(running):
+            name = running[done].name
+            book[name] = done.result()
+            print(f"{name}: {sum(x['passed'] for x in book[name])}/{len(book[name])}", flush=True)
+    book = dict(sorted(book.items()))
     if json_path:
         Path(json_path).write_text(json.dumps(book, indent=1) + "\n")
     return 0

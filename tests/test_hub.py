@@ -137,6 +137,7 @@ def hub(tmp_path):
         "LABKIT_HUB_STATE": str(state),
         "LABKIT_STUDENTS": str(state / "students"),
         "LABKIT_HUB_PASSWORD": password,
+        "LABKIT_CLASS_DIR": str(tmp_path / "class"),
     }
     cmd = [
         sys.executable,
@@ -348,6 +349,7 @@ def test_a_class_on_one_hub(hub, tmp_path):
         assert s.info["build"].startswith(str(kit / ".build") + "/"), s.info["build"]
         assert list((kit / ".build").rglob("labkit_add2*.so")), f"no add2 library in {s.name}'s build folder"
         assert not (kit / "solutions").exists() and not (kit / "tests").exists(), "a student's kit has the answers"
+        assert s.home.stat().st_mode & 0o777 == 0o700, f"{s.name}'s home is readable by others"
         assert s.info["server"] == s.server.pid, f"{s.name}'s kernel runs under another server"
         assert int(s.info["max_jobs"]) >= 1
         assert f"{s.k} * load(b[i])" in (kit / "kernels" / "add2" / "add2_cpu.cpp").read_text()
@@ -403,7 +405,7 @@ def test_a_class_on_one_hub(hub, tmp_path):
         capture_output=True,
         text=True,
         timeout=400,
-        env={**os.environ, "PYTHONPATH": str(ROOT), "MAX_JOBS": "2"},
+        env={**os.environ, "PYTHONPATH": str(ROOT), "MAX_JOBS": "2", "LABKIT_CLASS_DIR": str(tmp_path / "class")},
     )
     graded = time.perf_counter() - t_grade
     assert r.returncode == 0, r.stdout + r.stderr
@@ -415,6 +417,9 @@ def test_a_class_on_one_hub(hub, tmp_path):
         assert report["passed"] == (s.name in SOLVE_EX1) and report["failed"] == (s.name not in SOLVE_EX1), report
         row = next(line for line in r.stdout.splitlines() if line.startswith(s.name + " "))
         assert ("PASS" if s.name in SOLVE_EX1 else "FAIL") in row, r.stdout
+        report = s.home / "grades" / "report.md"  # their own report, theirs alone
+        assert report.stat().st_mode & 0o777 == 0o600 and f"# Grades of {s.name}" in report.read_text()
+    assert (tmp_path / "grades.csv").is_file()
 
     record = {
         "students": {

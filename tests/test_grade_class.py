@@ -1,0 +1,138 @@
+"""Grading a class (`make grade-class`: hub/collect.py over kit/grade.py --class): several students at once, a time
+limit per exercise (a student's endless loop fails that exercise, says so, and the others are still graded), the
+exercises in teaching order, nbgrader's gradebook columns in grades.csv, each student's own report in their home, late
+files named against a deadline, everything else in the instructor's class folder and nothing of it handed out."""
+
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+
+from hub import classroom, collect
+from kit import grade
+
+EX6 = "exercises/ex6_time_kernel/ex6_time_kernel.py"
+LOOPS = "def time_kernel(fn, reps=20):\n    while True:\n        pass\n"  # an endless loop on the CPU path
+
+
+def _student(homes, name, solved=(), edits=None):
+    """homes/<name>/kit: the kernels and exercises as handed out, with the solutions of `solved` laid over."""
+    kit = homes / name / "kit"
+    for part in ("kernels", "exercises"):
+        shutil.copytree(ROOT / part, kit / part, ignore=shutil.ignore_patterns("__pycache__"))
+    for exercise in solved:
+        shutil.copytree(ROOT / "solutions" / exercise, kit / "exercises" / exercise, dirs_exist_ok=True)
+    for path, text in (edits or {}).items():
+        (kit / path).write_text(text)
+    return kit
+
+
+def _collect(homes, class_dir, *args, timeout=600):
+    t0 = time.perf_counter()
+    r = subprocess.run(
+        [sys.executable, "-m", "hub.collect", *args, "--homes", str(homes), "--class-dir", str(class_dir)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=timeout,
+    )
+    assert r.returncode == 0, r.stdout + r.stderr
+    return r.stdout, time.perf_counter() - t0
+
+
+def test_a_hung_student_is_stopped_and_the_others_are_graded(tmp_path):
+    homes = tmp_path / "homes"
+    _student(homes, "ada", solved=["ex6_time_kernel"])
+    _student(homes, "bo")  # the stub: fails
+    _student(homes, "cy", edits={EX6: LOOPS})
+    out, took = _collect(homes, tmp_path / "class", "ex6_time_kernel", "--jobs", "2", "--timeout", "15")
+    book = json.loads((tmp_path / "class" / "grades.json").read_text())
+    assert sorted(book) == ["ada", "bo", "cy"]
+    (cy,) = book["cy"]
+    assert cy["failed"] and cy["results"][0]["check"] == "finishes in time", cy
+    assert "did not finish in 15 s" in cy["results"][0]["detail"]
+    assert not book["ada"][0]["failed"] and book["bo"][0]["failed"]
+    assert "did not finish in 15 s" in (homes / "cy" / "grades" / "report.md").read_text()
+    assert took < 120, f"grading took {took:.0f} s: the hung student held it up?\n{out}"
+
+
+def test_grades_a_class_into_the_class_folder_with_reports_and_a_gradebook(tmp_path):
+    homes, class_dir = tmp_path / "homes", tmp_path / "class"
+    ada = _student(homes, "ada", solved=["ex1_add2_tail"])
+    _student(homes, "bo")
+    deadline = time.time() - 3600
+    for p in homes.rglob("*"):  # everyone's work: before the deadline, but for ada's ex1 stub
+        os.utime(p, (deadline - 60, deadline - 60))
+    late = ada / "exercises" / "ex1_add2_tail" / "ex1_add2_tail.h"
+    os.utime(late, (deadline + 60, deadline + 60))
+    stamp = time.strftime("%Y-%m-%d %H:%M", time.localtime(deadline))
+    # asked for in the reverse order: graded and written in teaching order
+    out, _ = _collect(homes, class_dir, "ex6_time_kernel", "ex1_add2_tail", "--jobs", "2", "--deadline", stamp)
+
+    assert (class_dir.stat().st_mode & 0o777) == 0o700
+    for name in ("grades.json", "grades.csv", "snapshot.json"):
+        assert (class_dir / name).stat().st_mode & 0o077 == 0, f"{name} readable by others"
+    book = json.loads((class_dir / "grades.json").read_text())
+    assert [r["exercise"] for r in book["ada"]] == ["ex1_add2_tail", "ex6_time_kernel"]
+    assert book["ada"][0]["passed"] and book["bo"][0]["failed"]
+    header = next(line for line in out.splitlines() if line.startswith("student"))
+    assert header.index("ex1_add2_tail") < header.index("ex6_time_kernel"), out
+
+    with open(class_dir / "grades.csv") as f:
+        rows = list(csv.reader(f))
+    assert rows[0] == ["student_id", "assignment", "timestamp", "raw_score", "score", "max_score"]
+    assert [r[:2] for r in rows[1:]] == [
+        ["ada", "ex1_add2_tail"],
+        ["ada", "ex6_time_kernel"],
+        ["bo", "ex1_add2_tail"],
+        ["bo", "ex6_time_kernel"],
+    ]
+    ada_ex1, bo_ex1 = rows[1], rows[3]
+    assert ada_ex1[3:] == ["1", "1", "1"] and float(bo_ex1[3]) < 1 and bo_ex1[5] == "1"
+    assert ada_ex1[2] > stamp.replace(" ", "T")  # the late stub's time
+
+    snap = json.loads((class_dir / "snapshot.json").read_text())
+    assert snap["late"] == {"ada": ["exercises/ex1_add2_tail/ex1_add2_tail.h"]}
+    report = homes / "ada" / "grades" / "report.md"
+    assert report.stat().st_mode & 0o777 == 0o600
+    text = report.read_text()
+    assert "## ex1_add2_tail: passed" in text and "ex1_add2_tail.h" in text and "deadline" in text
+    assert text.index("## ex1_add2_tail") < text.index("## ex6_time_kernel")
+    assert "Grades of ada" not in (homes / "bo" / "grades" / "report.md").read_text()
+
+    # a student who logs in after grading gets the hand-out: no classmate's work, no grade
+    handout = classroom.make_handout(tmp_path / "handout", ROOT)
+    files = [str(p.relative_to(handout)) for p in handout.rglob("*")]
+    assert not any(f.startswith(("submissions", "grades", "snapshot", "solutions", ".hub")) for f in files), files
+
+
+def test_exercises_are_in_teaching_order():
+    book = {"ada": [{"exercise": e} for e in ("ex10_matmul_reg", "ex1_add2_tail", "ex3_bias_relu")]}
+    assert collect.teaching_order(book) == ["ex1_add2_tail", "ex3_bias_relu", "ex10_matmul_reg"]
+    assert collect.teaching_order({"ada": [{"exercise": e} for e in reversed(grade.EXERCISES)]}) == grade.EXERCISES
+
+
+def test_points_are_shared_by_the_checks_that_ran():
+    report = {"results": [{"status": s} for s in ("pass", "fail", "skip", "pass")]}
+    assert collect.score(report) == (pytest.approx(2 / 3), 1.0)
+    assert collect.score(report, 3) == (pytest.approx(2.0), 3.0)
+    assert collect.parse_points(["ex7_warp_sum=2"]) == {"ex7_warp_sum": 2.0}
+
+
+def test_late_files_are_those_modified_after_the_deadline(tmp_path):
+    from datetime import datetime
+
+    (tmp_path / "a").write_text("")
+    (tmp_path / "b").write_text("")
+    os.utime(tmp_path / "a", (1000, 1000))
+    assert collect.late_files(tmp_path, datetime.fromtimestamp(2000).astimezone()) == ["b"]
+    assert collect.late_files(tmp_path, None) == []
+    assert Path(tmp_path).is_dir()
