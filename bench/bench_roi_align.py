@@ -94,16 +94,11 @@ def run(bench):
         bench.measure("roi_align", "forward", dtype, BOXES, "torch", lambda: tv_fwd(x, rois, *args), nbytes)
         g = torch.randn(BOXES, C, ph, pw, device=dev, dtype=dtype)
         back = (SCALE, ph, pw, N, C, H, W, SAMPLING, False)
-        for name, v in VERSIONS.items():
-            impl = "ours" if name == FAST else name
-            bench.measure("roi_align", "backward", dtype, BOXES, impl, lambda v=v: bwd(g, rois, *back, v), nbytes)
-            if name == FAST:  # the version ops.roi_align runs also gets a row of its own name, for the lesson
-                bench.measure("roi_align", "backward", dtype, BOXES, name, lambda v=v: bwd(g, rois, *back, v), nbytes)
-        bench.measure("roi_align", "backward", dtype, BOXES, "torch", lambda: tv_bwd(g, rois, *back), nbytes)
-        crowded = crowded_boxes(BOXES, dev).to(dtype)
-        for name, v in VERSIONS.items():
-            for impl in ("ours", name) if name == FAST else (name,):
-                bench.measure("roi_align", "crowded", dtype, BOXES, impl, lambda v=v: bwd(g, crowded, *back, v), nbytes)
-        bench.measure("roi_align", "crowded", dtype, BOXES, "torch", lambda: tv_bwd(g, crowded, *back), nbytes)
+        for pass_, r in (("backward", rois), ("crowded", crowded_boxes(BOXES, dev).to(dtype))):
+            for name, v in VERSIONS.items():
+                # the version ops.roi_align runs (FAST) is "ours", and gets a row of its own name too, for the lesson
+                for impl in ("ours", name) if name == FAST else (name,):
+                    bench.measure("roi_align", pass_, dtype, BOXES, impl, lambda v=v, r=r: bwd(g, r, *back, v), nbytes)
+            bench.measure("roi_align", pass_, dtype, BOXES, "torch", lambda r=r: tv_bwd(g, r, *back), nbytes)
         x = g = None
         torch.cuda.empty_cache()

@@ -89,16 +89,16 @@ TORCH_LIBRARY_IMPL(labkit, Autograd, m) { m.impl("matmul", &matmul_autograd_impl
 // m itself where it is so (a slice of a wider matrix included: its rows keep their stride), else one copy whose rows
 // are padded to a multiple of 64 elements (128 bytes: TMA reads rows that start on a 128-byte line ~10% faster than
 // rows only 16 bytes aligned, measured on an H200 at 4093 x 4097): its first m.size(1) columns are m's, the rest
-// never read (a tensor map's edge is the true width; it reads zeros past it). Rows of consecutive elements are copied by matmul_pad_rows, in
-// 16-byte pieces; others (a transposed view) by torch's copy_.
+// never read (a tensor map's edge is the true width; it reads zeros past it). Rows of consecutive elements are
+// copied by matmul_pad_rows, in 16-byte pieces; others (a transposed view) by torch's copy_.
 static at::Tensor tma_readable(const at::Tensor& m) {
-    const int64_t rows = m.size(0), cols = m.size(1);
-    const bool rows_contiguous = m.stride(1) == 1 || cols == 1;
-    if (rows_contiguous && m.stride(0) >= cols && matmul_tma_readable(m.data_ptr(), m.stride(0))) return m;
-    at::Tensor padded = at::empty({rows, (cols + 63) / 64 * 64}, m.options());
-    if (rows_contiguous && m.stride(0) >= cols) {
+    const int64_t cols = m.size(1);
+    const bool plain_rows = (m.stride(1) == 1 || cols == 1) && m.stride(0) >= cols;  // each row consecutive
+    if (plain_rows && matmul_tma_readable(m.data_ptr(), m.stride(0))) return m;
+    at::Tensor padded = at::empty({m.size(0), (cols + 63) / 64 * 64}, m.options());
+    if (plain_rows) {
         check_launch("matmul_pad_rows_kernel", matmul_pad_rows(padded.data_ptr(), padded.stride(0), m.data_ptr(),
-                                                               m.stride(0), rows, cols, current_stream()));
+                                                               m.stride(0), m.size(0), cols, current_stream()));
     } else {
         padded.narrow(1, 0, cols).copy_(m);
     }
@@ -113,7 +113,7 @@ static at::Tensor matmul_cuda_run(DType dtype, const at::Tensor& a, const at::Te
     if (K == 0) return c.zero_();  // empty sums are 0; a grid of 0 blocks is invalid
     if (version == kMatmulFast) version = matmul_fast_version(dtype, M, N, a.get_device());
     at::Tensor ac, bc;
-    if (version >= kMatmulWgmma && version <= kMatmulTall) {  // TMA reads the matrices where they are, if it can
+    if (matmul_is_hopper(version)) {  // TMA reads the matrices where they are, if it can
         ac = tma_readable(a);
         bc = tma_readable(b);
     } else {  // the other kernels walk rows of exactly K and N elements
@@ -137,7 +137,7 @@ static at::Tensor matmul_version_cuda_impl(const at::Tensor& a, const at::Tensor
                       "9 (warpspec), 10 (wide), 11 (persistent), 12 (tall), 13 (warptile) or 14 (pipelined); got ",
                       version);
     const DType dtype = check_inputs(op, a, b);
-    const bool tensor_cores = version >= kMatmulWmma && version <= kMatmulTall;
+    const bool tensor_cores = version == kMatmulWmma || matmul_is_hopper(int(version));
     if (tensor_cores) {
         TORCH_CHECK_TYPE(dtype == DType::f16 || dtype == DType::bf16, op,
                          ": the tensor-core versions 7-12 take "
@@ -152,7 +152,7 @@ static at::Tensor matmul_version_cuda_impl(const at::Tensor& a, const at::Tensor
                     ": version \"wmma\" needs a GPU of "
                     "compute capability 8.0 (Ampere) or newer; ",
                     a.device(), " is older");
-    } else if (tensor_cores && version >= kMatmulWgmma) {
+    } else if (matmul_is_hopper(int(version))) {
         const c10::cuda::CUDAGuard guard(a.device());
         TORCH_CHECK(matmul_hopper_available(a.get_device()), op,
                     ": versions 8-12 (wgmma, TMA) need a Hopper GPU "

@@ -199,6 +199,18 @@ __device__ __forceinline__ float4 load4(const float* p, int64_t at, int64_t end)
     }
 }
 
+// v[0..3] to p[0..3], the columns at and past `end` (the row's length) left alone; load4's twin. kVec: one float4
+// store (16-byte aligned, the row length a multiple of 4, so a pack is all in or all out); else 4 guarded scalars.
+template <bool kVec>
+__device__ __forceinline__ void store4(float* p, const float* v, int64_t at, int64_t end) {
+    if constexpr (kVec) {
+        if (at < end) *reinterpret_cast<float4*>(p) = make_float4(v[0], v[1], v[2], v[3]);
+    } else {
+        for (int u = 0; u < 4; u++)
+            if (at + u < end) p[u] = v[u];
+    }
+}
+
 // Version 6's multiply-adds for kSteps values of k from tiles in shared memory (As[k][row], transposed, and
 // Bs[k][col]): per k, two float4 reads of the thread's 8 values of A and two of its 8 of B into registers,
 // then their 64 products.
@@ -225,24 +237,14 @@ __device__ __forceinline__ void vec_multiply_tiles(const float (*As)[kBM], const
     }
 }
 
-// Version 6's store of the thread's 8 x 8 outputs, rows from row0 and columns from col0: float4 stores (kVec: N a
-// multiple of 4 and C 16-byte aligned, so a pack is all inside or all past the edge), else guarded scalars.
+// Version 6's store of the thread's 8 x 8 outputs, rows from row0 and columns from col0, 4 at a time (store4).
 template <bool kVec>
 __device__ __forceinline__ void vec_store_outputs(float* c, const float (&acc)[kTM][kTN], int64_t row0, int64_t col0,
                                                   int64_t M, int64_t N) {
     for (int i = 0; i < kTM; i++) {
         const int64_t row = row0 + i;
         if (row >= M) break;
-        for (int j = 0; j < kTN; j += 4) {
-            const int64_t col = col0 + j;
-            float* out = c + row * N + col;
-            if (kVec && col < N) {
-                *reinterpret_cast<float4*>(out) = make_float4(acc[i][j], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3]);
-            } else if (!kVec) {
-                for (int u = 0; u < 4; u++)
-                    if (col + u < N) out[u] = acc[i][j + u];
-            }
-        }
+        for (int j = 0; j < kTN; j += 4) store4<kVec>(c + row * N + col0 + j, &acc[i][j], col0 + j, N);
     }
 }
 
@@ -424,15 +426,7 @@ __global__ void __launch_bounds__(W::kThreads, W::kMinBlocks)
 #pragma unroll
         for (int j = 0; j < W::kIterN; j++) {
             const int64_t col = col0 + wcol + j * W::kSubN + lcol;
-            float* out = c + row * N + col;
-            if (kVec) {
-                if (col < N)
-                    *reinterpret_cast<float4*>(out) =
-                        make_float4(acc[i][4 * j], acc[i][4 * j + 1], acc[i][4 * j + 2], acc[i][4 * j + 3]);
-            } else {
-                for (int u = 0; u < 4; u++)
-                    if (col + u < N) out[u] = acc[i][4 * j + u];
-            }
+            store4<kVec>(c + row * N + col, &acc[i][4 * j], col, N);
         }
     }
 }
@@ -626,7 +620,7 @@ static cudaError_t matmul_rows(int version, DType dtype, void* c, const void* a,
         case DType::f64: return launch_smem((double*)c, (const double*)a, (const double*)b, M, N, K, stream);
         case DType::f16:
         case DType::bf16:
-            if (version >= kMatmulWgmma)
+            if (matmul_is_hopper(version))
                 return matmul_hopper(version, dtype, c, a, b, M, N, K, lda, ldb, device, stream);
             if (dtype == DType::f16) {
                 if (version == kMatmulWmma)

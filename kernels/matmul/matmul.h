@@ -34,6 +34,9 @@ enum MatmulVersion : int {
     kMatmulPipelined = 14,  // 13 with two shared-memory stages, the next step's loads in flight during this one's math
 };
 
+// Whether `version` is one of matmul_hopper.cu's (8-12: TMA, wgmma; 16-bit only).
+constexpr bool matmul_is_hopper(int version) { return version >= kMatmulWgmma && version <= kMatmulTall; }
+
 // Whether `device` has the tensor cores version 7 needs (bfloat16 WMMA: compute capability 8.0, Ampere, or newer).
 bool matmul_wmma_supported(int device);
 

@@ -40,22 +40,24 @@ static RoiAlignShape shape_of(int64_t boxes, int64_t n, int64_t c, int64_t h, in
     return RoiAlignShape{boxes, n, c, h, w, ph, pw, spatial_scale, sampling_ratio, aligned};
 }
 
+static void check_version(int64_t version) {
+    TORCH_CHECK_VALUE(version == kRoiAlignBackwardAtomic || version == kRoiAlignBackwardChannelsLast,
+                      "roi_align: the backward version must be 1 (atomic) or 2 (channels_last), but is ", version);
+}
+
 static RoiAlignShape check_forward(const at::Tensor& input, const at::Tensor& boxes, double spatial_scale,
-                                   int64_t pooled_height, int64_t pooled_width, int64_t sampling_ratio) {
+                                   int64_t pooled_height, int64_t pooled_width, int64_t sampling_ratio, bool aligned,
+                                   int64_t backward_version) {
     TORCH_CHECK_VALUE(input.dim() == 4, "roi_align: input must be 4-D (N, C, H, W), but has shape ", input.sizes());
     check_sizes("roi_align", pooled_height, pooled_width, sampling_ratio, input.size(1));
+    check_version(backward_version);
     return shape_of(boxes.size(0), input.size(0), input.size(1), input.size(2), input.size(3), pooled_height,
-                    pooled_width, spatial_scale, sampling_ratio, false);
+                    pooled_width, spatial_scale, sampling_ratio, aligned);
 }
 
 static void check_batch_index(const char* op, int64_t bad, const at::Tensor& boxes, int64_t batch) {
     TORCH_CHECK_INDEX(bad < 0, op, ": boxes[", bad, ", 0] (the batch index) is ", boxes[bad][0].item<double>(),
                       ", but input has ", batch, " image(s): it must be in [0, ", batch, ")");
-}
-
-static void check_version(int64_t version) {
-    TORCH_CHECK_VALUE(version == kRoiAlignBackwardAtomic || version == kRoiAlignBackwardChannelsLast,
-                      "roi_align: the backward version must be 1 (atomic) or 2 (channels_last), but is ", version);
 }
 
 // ----------------------------------------------------------------------------------------------
@@ -65,9 +67,8 @@ static at::Tensor roi_align_cpu_impl(const at::Tensor& input, const at::Tensor& 
                                      int64_t pooled_height, int64_t pooled_width, int64_t sampling_ratio, bool aligned,
                                      int64_t backward_version) {
     const DType dtype = check_boxes("roi_align", "input", input, boxes);
-    RoiAlignShape s = check_forward(input, boxes, spatial_scale, pooled_height, pooled_width, sampling_ratio);
-    s.aligned = aligned;
-    check_version(backward_version);
+    const RoiAlignShape s = check_forward(input, boxes, spatial_scale, pooled_height, pooled_width, sampling_ratio,
+                                          aligned, backward_version);
     at::Tensor out = at::empty({s.boxes, s.channels, pooled_height, pooled_width}, input.options());
     if (out.numel() == 0) return out;
     const at::Tensor in = input.contiguous(), bx = boxes.contiguous();
@@ -83,7 +84,8 @@ static at::ScalarType sum_type(const at::Tensor& t) {
 
 static RoiAlignShape check_backward(const at::Tensor& grad_out, const at::Tensor& boxes, double spatial_scale,
                                     int64_t pooled_height, int64_t pooled_width, int64_t batch, int64_t channels,
-                                    int64_t height, int64_t width, int64_t sampling_ratio, bool aligned) {
+                                    int64_t height, int64_t width, int64_t sampling_ratio, bool aligned,
+                                    int64_t version) {
     const char* op = "roi_align_backward";
     check_sizes(op, pooled_height, pooled_width, sampling_ratio, channels);
     TORCH_CHECK_VALUE(batch >= 0 && channels >= 0 && height >= 0 && width >= 0, op,
@@ -93,6 +95,7 @@ static RoiAlignShape check_backward(const at::Tensor& grad_out, const at::Tensor
                           grad_out.size(2) == pooled_height && grad_out.size(3) == pooled_width,
                       op, ": grad_out must have shape (K, C, PH, PW) = (", boxes.size(0), ", ", channels, ", ",
                       pooled_height, ", ", pooled_width, "), but has shape ", grad_out.sizes());
+    check_version(version);
     return shape_of(boxes.size(0), batch, channels, height, width, pooled_height, pooled_width, spatial_scale,
                     sampling_ratio, aligned);
 }
@@ -103,8 +106,7 @@ static at::Tensor roi_align_backward_cpu_impl(const at::Tensor& grad_out, const 
                                               bool aligned, int64_t version) {
     const DType dtype = check_boxes("roi_align_backward", "grad_out", grad_out, boxes);
     const RoiAlignShape s = check_backward(grad_out, boxes, spatial_scale, pooled_height, pooled_width, batch, channels,
-                                           height, width, sampling_ratio, aligned);
-    check_version(version);
+                                           height, width, sampling_ratio, aligned, version);
     at::Tensor grad = at::zeros({batch, channels, height, width}, grad_out.options().dtype(sum_type(grad_out)));
     if (grad_out.numel() > 0 && grad.numel() > 0) {
         const at::Tensor g = grad_out.contiguous(), bx = boxes.contiguous();
@@ -251,9 +253,8 @@ static at::Tensor roi_align_cuda_impl(const at::Tensor& input, const at::Tensor&
                                       int64_t pooled_height, int64_t pooled_width, int64_t sampling_ratio, bool aligned,
                                       int64_t backward_version) {
     const DType dtype = check_boxes("roi_align", "input", input, boxes);
-    RoiAlignShape s = check_forward(input, boxes, spatial_scale, pooled_height, pooled_width, sampling_ratio);
-    s.aligned = aligned;
-    check_version(backward_version);
+    const RoiAlignShape s = check_forward(input, boxes, spatial_scale, pooled_height, pooled_width, sampling_ratio,
+                                          aligned, backward_version);
     const c10::cuda::CUDAGuard guard(input.device());
     at::Tensor out = at::empty({s.boxes, s.channels, pooled_height, pooled_width}, input.options());
     if (out.numel() == 0) return out;
@@ -269,8 +270,7 @@ static at::Tensor roi_align_backward_cuda_impl(const at::Tensor& grad_out, const
                                                int64_t sampling_ratio, bool aligned, int64_t version) {
     const DType dtype = check_boxes("roi_align_backward", "grad_out", grad_out, boxes);
     const RoiAlignShape s = check_backward(grad_out, boxes, spatial_scale, pooled_height, pooled_width, batch, channels,
-                                           height, width, sampling_ratio, aligned);
-    check_version(version);
+                                           height, width, sampling_ratio, aligned, version);
     const c10::cuda::CUDAGuard guard(grad_out.device());
     const bool channels_last = version == kRoiAlignBackwardChannelsLast;
     const at::TensorOptions sums = grad_out.options().dtype(sum_type(grad_out));
