@@ -5,6 +5,7 @@ theirs alone."""
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -130,6 +131,12 @@ def test_a_students_process_cannot_read_anothers_home():
     try:
         base.chmod(0o755)
         handout = classroom.make_handout(base / "handout", ROOT)
+        # the students' processes import hub/ (standard library only) from a copy they can read: the kit's own
+        # checkout may sit where other accounts cannot (a home, or a mkdtemp folder, both 0700)
+        hub_copy = base / "code" / "hub"
+        hub_copy.mkdir(parents=True)
+        for name in ("__init__.py", "singleuser.py", "classroom.py"):
+            shutil.copy(ROOT / "hub" / name, hub_copy / name)
         homes = {"ada": (base / "ada", 54321), "bo": (base / "bo", 54322)}
         for home, uid in homes.values():
             home.mkdir(mode=0o755)  # as useradd may make it: readable by all
@@ -152,8 +159,8 @@ def test_a_students_process_cannot_read_anothers_home():
                 user=uid,
                 group=uid,
                 extra_groups=[],
-                cwd=ROOT,
-                env={"PYTHONPATH": str(ROOT), "HOME": "/nonexistent", "PATH": os.environ["PATH"]},
+                cwd=base,
+                env={"PYTHONPATH": str(hub_copy.parent), "HOME": "/nonexistent", "PATH": os.environ["PATH"]},
                 capture_output=True,
                 text=True,
             )
