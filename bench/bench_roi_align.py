@@ -6,6 +6,8 @@ scale 0.25), 1000 boxes of 16 to 400 pixels a side, pooled to 7 x 7 with samplin
 Ours against torchvision's kernels (torchvision.ops.roi_align's torch.ops.torchvision.roi_align, and its backward op
 _roi_align_backward, called directly: no autograd around either side):
   forward   ours: torch.ops.labkit.roi_align                    torch: torchvision's forward
+            "channels_last": ours on the same input stored channels-last (read in place by the other forward
+            kernel; no bar: torchvision copies such an input to (N, C, H, W) first)
   backward  ours: torch.ops.labkit.roi_align_backward, the      torch: torchvision's backward (atomics in the
             version ops.roi_align's gradient runs (FAST);              dtype: float16 adds into float16)
             "atomic" and "channels_last": both versions
@@ -92,6 +94,8 @@ def run(bench):
         args = (SCALE, ph, pw, SAMPLING, False)
         bench.measure("roi_align", "forward", dtype, BOXES, "ours", lambda: fwd(x, rois, *args), nbytes)
         bench.measure("roi_align", "forward", dtype, BOXES, "torch", lambda: tv_fwd(x, rois, *args), nbytes)
+        xl = x.contiguous(memory_format=torch.channels_last)
+        bench.measure("roi_align", "forward", dtype, BOXES, "channels_last", lambda: fwd(xl, rois, *args), nbytes)
         g = torch.randn(BOXES, C, ph, pw, device=dev, dtype=dtype)
         back = (SCALE, ph, pw, N, C, H, W, SAMPLING, False)
         for pass_, r in (("backward", rois), ("crowded", crowded_boxes(BOXES, dev).to(dtype))):
@@ -100,5 +104,5 @@ def run(bench):
                 for impl in ("ours", name) if name == FAST else (name,):
                     bench.measure("roi_align", pass_, dtype, BOXES, impl, lambda v=v, r=r: bwd(g, r, *back, v), nbytes)
             bench.measure("roi_align", pass_, dtype, BOXES, "torch", lambda r=r: tv_bwd(g, r, *back), nbytes)
-        x = g = None
+        x = xl = g = None
         torch.cuda.empty_cache()

@@ -4,6 +4,9 @@ the CPU, 1024 on the GPU: elements per input; matmul multiplies two sqrt(n) x sq
 requires_grad. On a GPU also one call end to end: CUDA events just
 before and after it, the GPU idle before (what a harness timing one submission sees).
 
+roi_align and nms are timed against torchvision's (their peer; rows only where torchvision is installed): roi_align
+on an input of n elements (n / 64 channels of 8 x 8), 4 boxes, a 2 x 2 output; nms on n / 4 boxes.
+
 The bar (issues 13, 16 and 17): ops.<op> costs at most 2.5x PyTorch's op per call, in every row. The ratios come
 from one run with the callables taken in turn (kit.timing.per_call), so a slow moment of the machine slows all of
 them alike.
@@ -59,6 +62,46 @@ def cases(device, n):
             True,
             {"ops": lambda: ops.matmul(mg, m), "registered": lambda: mm(mg, m), "torch": lambda: torch.matmul(mg, m)},
         ),
+    ] + detection_cases(device, n)
+
+
+def detection_cases(device, n):
+    """roi_align's and nms's rows, against torchvision's ops: none where torchvision is not installed."""
+    try:
+        import torchvision
+    except ImportError:
+        return []
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(1, n // 64, 8, 8, generator=g).to(device)
+    xg = x.clone().requires_grad_()
+    rois = torch.tensor([[0, 0.5, 0.5, 6.0, 7.0], [0, 2.0, 1.0, 5.0, 3.0], [0, 0, 0, 8, 8], [0, 3.3, 4.1, 7.9, 6.2]])
+    rois = rois.to(device)
+    corners = torch.rand(n // 4, 2, generator=g) * 100
+    boxes = torch.cat([corners, corners + 5 + torch.rand(n // 4, 2, generator=g) * 20], dim=1).to(device)
+    scores = torch.rand(n // 4, generator=g).to(device)
+    roi, nms = torch.ops.labkit.roi_align.default, torch.ops.labkit.nms.default
+    tv_roi = torchvision.ops.roi_align
+    return [
+        (
+            "roi_align",
+            grad,
+            {
+                "ops": lambda t=t: ops.roi_align(t, rois, 2, 1.0, 2),
+                "registered": lambda t=t: roi(t, rois, 1.0, 2, 2, 2, False, 2),
+                "torch": lambda t=t: tv_roi(t, rois, 2, 1.0, 2),
+            },
+        )
+        for grad, t in ((False, x), (True, xg))
+    ] + [
+        (
+            "nms",
+            False,
+            {
+                "ops": lambda: ops.nms(boxes, scores, 0.5),
+                "registered": lambda: nms(boxes, scores, 0.5),
+                "torch": lambda: torchvision.ops.nms(boxes, scores, 0.5),
+            },
+        )
     ]
 
 
@@ -68,6 +111,7 @@ def measure(device, log=print):
     n = SIZES[device.type]
     x = torch.ones(4, device=device)
     ops.add2(x, x), ops.elu(x), ops.sum(x), ops.matmul(x[:, None], x[None])  # build and load before timing
+    ops.roi_align(x.view(1, 1, 2, 2), torch.zeros(1, 5, device=device), 1), ops.nms(x.view(1, 4), x[:1], 0.5)
     rows = []
     for op, grad, fns in cases(device, n):
         host = timing.per_call(fns, device=device)

@@ -117,7 +117,7 @@ def _boxes_to_rois(boxes, input):
 def roi_align(input, boxes, output_size, spatial_scale=1.0, sampling_ratio=-1, aligned=False, *, version="fast"):
     """RoIAlign from our kernels, with torchvision.ops.roi_align's arguments and results; differentiable in input.
     input (N, C, H, W); boxes (K, 5) rows (batch index, x1, y1, x2, y2), or a list of N (Ki, 4) tensors; output_size
-    an int or (height, width). Returns (K, C, height, width). A channels-last input is read through a contiguous copy.
+    an int or (height, width). Returns (K, C, height, width). On the GPU a channels-last input is read in place.
     On the CPU a batch index outside [0, N) is an error; on the GPU (where checking would cost a copy to the host
     and a wait) that box gives zeros and no gradient. version= picks the backward kernel: "atomic" (torchvision's
     scatter) or "channels_last" (its gradient comes back with channels-last strides); "fast" is the faster one."""

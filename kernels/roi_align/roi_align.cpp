@@ -2,9 +2,9 @@
 // roi_align_cpu.cpp / roi_align.cu, and registers them as the kernels of labkit::roi_align and
 // labkit::roi_align_backward (schemas in op.py). The gradient is here too, in C++.
 //
-// Layouts: input is read as (N, C, H, W) contiguous. A channels-last input (or any other view) is copied to that
-// first (.contiguous()): simple, and a copy of the input costs less than the forward's gathers; a kernel that reads
-// (N, H, W, C) directly is the natural next step. boxes is (K, 5): batch index, x1, y1, x2, y2, of input's dtype.
+// Layouts: on the GPU the forward reads input in place when it is (N, C, H, W) contiguous or channels-last (each
+// layout has a kernel of its own); any other view, and every input on the CPU, is copied to (N, C, H, W) first
+// (.contiguous()). boxes is (K, 5): batch index, x1, y1, x2, y2, of input's dtype.
 #include <ATen/ops/zeros.h>
 
 #include "autograd.h"
@@ -258,9 +258,13 @@ static at::Tensor roi_align_cuda_impl(const at::Tensor& input, const at::Tensor&
     const c10::cuda::CUDAGuard guard(input.device());
     at::Tensor out = at::empty({s.boxes, s.channels, pooled_height, pooled_width}, input.options());
     if (out.numel() == 0) return out;
-    const at::Tensor in = input.contiguous(), bx = boxes.contiguous();
-    check_launch("roi_align_forward_kernel",
-                 roi_align_forward_cuda(dtype, out.data_ptr(), in.data_ptr(), bx.data_ptr(), s, current_stream()));
+    // Each of the two layouts is read where it lies, by the kernel written for it; any other view is copied to
+    // (N, C, H, W) first.
+    const bool channels_last = !input.is_contiguous() && input.is_contiguous(at::MemoryFormat::ChannelsLast);
+    const at::Tensor in = channels_last ? input : input.contiguous(), bx = boxes.contiguous();
+    check_launch(channels_last ? "roi_align_forward_channels_last_kernel" : "roi_align_forward_kernel",
+                 roi_align_forward_cuda(dtype, channels_last, out.data_ptr(), in.data_ptr(), bx.data_ptr(), s,
+                                        current_stream()));
     return out;
 }
 

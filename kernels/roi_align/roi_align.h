@@ -35,10 +35,11 @@ int64_t roi_align_backward_cpu(DType dtype, void* grad_input, const void* grad_o
 #include <cuda_runtime_api.h>
 // The same on the GPU (roi_align.cu), launched on `stream`, returning the launch's error (cudaSuccess if none).
 // There the batch index is not checked against N on the host (that would cost a copy and a wait every call): a box
-// whose index is out of range gives zeros and passes no gradient. The backward's `version`: 1 (atomic) writes
+// whose index is out of range gives zeros and passes no gradient. The forward reads input as (N, C, H, W), or with
+// `channels_last` as (N, H, W, C); out is (K, C, PH, PW) either way. The backward's `version`: 1 (atomic) writes
 // grad_input as (N, C, H, W); 2 (channels-last) as (N, H, W, C).
-cudaError_t roi_align_forward_cuda(DType dtype, void* out, const void* input, const void* boxes, const RoiAlignShape& s,
-                                   cudaStream_t stream);
+cudaError_t roi_align_forward_cuda(DType dtype, bool channels_last, void* out, const void* input, const void* boxes,
+                                   const RoiAlignShape& s, cudaStream_t stream);
 cudaError_t roi_align_backward_cuda(DType dtype, int64_t version, void* grad_input, const void* grad_out,
                                     const void* boxes, const RoiAlignShape& s, cudaStream_t stream);
 #endif
