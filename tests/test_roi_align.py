@@ -169,8 +169,8 @@ def test_list_of_boxes(device):
 
 
 def test_views_and_channels_last(device):
-    """A channels-last input and a sliced one (read through a contiguous copy), non-contiguous boxes, and a
-    gradient that arrives as a stride-0 expansion (out.sum())."""
+    """A channels-last input (read in place on the GPU) and a sliced one (read through a contiguous copy),
+    non-contiguous boxes, and a gradient that arrives as a stride-0 expansion (out.sum())."""
     x, rois = _inputs(torch.float32, device, shape=(2, 6, 15, 17))
     args = ((7, 7), 0.5, 2, False)
     expected = reference(x, rois, *args)
