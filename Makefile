@@ -65,6 +65,9 @@ format: $(ENV_READY) ## Rewrite the code in the house style: ruff's safe fixes, 
 doctor: $(ENV_READY) ## Check torch, CUDA toolkit, compiler, GPUs and the build cache, with a fix for each problem
 	$(PY) -m loader doctor
 
+warm: $(ENV_READY) ## Compile every op and exercise once into the compiler cache LABKIT_CACHE_DIR names (a class's first builds then come from it)
+	$(PY) -m kit.warm
+
 # The grader's report is the last thing `make check` prints, so its status stays 0: make follows a failed recipe
 # with its own "make: *** [Makefile:N: check] Error 1" line (or "(ignored)"), whatever the recipe does. Scripts that
 # need a status run `python -m kit.grade` itself: exit status 1 while an exercise fails.
@@ -102,4 +105,4 @@ $(VENV)/.installed: requirements.txt
 	$(VENV)/bin/python -m pip install -q -r requirements.txt
 	touch $@
 
-.PHONY: lab test hub grade-class check doctor bench aot cmake strip lint format clean distclean help
+.PHONY: lab test hub grade-class check doctor warm bench aot cmake strip lint format clean distclean help

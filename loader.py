@@ -33,7 +33,7 @@ from pathlib import Path
 
 import torch
 
-from building import say_once, watch
+from building import compiler_cache, say_once, watch
 from building.compile_errors import CompileError, LoadError
 from building.environment import (
     COMMON,
@@ -322,7 +322,7 @@ class _Op:
             say_once(f"{note} (make doctor)")
         if cxx is None and note:
             raise RuntimeError(f"{self.name}: {note}; install g++ or set CXX to a working C++ compiler")
-        with _build_lock(build_dir, self.name), _environ(CXX=cxx):
+        with _build_lock(build_dir, self.name), _environ(**{"CXX": cxx, **compiler_cache.build_environment(cxx)}):
             # load() keeps a per-process version per name and renames the module when sources change;
             # forgetting it keeps the name (and every file's flags) fixed, so ninja rebuilds only what changed
             cpp_extension().JIT_EXTENSION_VERSIONER.entries.pop(ext, None)

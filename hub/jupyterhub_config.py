@@ -17,8 +17,10 @@ class" says how to start it, how students log in and how to grade them. Set with
                        LABKIT_STUDENTS, else 30)
   LABKIT_HUB_PASSWORD  the class password (homes mode; at least 8 characters); default: made on the first start,
                        kept in $LABKIT_HUB_STATE/password and printed in the log
-  LABKIT_HUB_STATE     the hub's folder: its database, cookie secret, passwords, the hand-out and (homes mode) the homes;
-                       default .hub/ in the kit
+  LABKIT_HUB_STATE     the hub's folder: its database, cookie secret, passwords, the hand-out, the class's compiler
+                       cache (compiler-cache/, which students read) and (homes mode) the homes; default .hub/ in the kit
+  LABKIT_HUB_WARM      1 (default): at each start, compile every op and exercise of the hand-out into that cache in
+                       the background (kit/warm.py; its log: warm.log there); 0: do not
 
 Each student's server starts with hub/singleuser.py (their copy of the kit, their build folder, a memory limit per
 process) and MAX_JOBS and OMP_NUM_THREADS from hub/limits.py: their share of this server for the class size."""
@@ -26,11 +28,13 @@ process) and MAX_JOBS and OMP_NUM_THREADS from hub/limits.py: their share of thi
 import getpass
 import os
 import secrets
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from hub import classroom, limits  # noqa: E402 (hub/classroom.py and hub/limits.py, beside this file)
+from hub import classroom, limits, singleuser  # noqa: E402 (hub/classroom.py, limits.py, singleuser.py beside this file)
 
 c = get_config()  # noqa: F821 (JupyterHub defines it for its config file)
 
@@ -123,6 +127,27 @@ env, mem_limit = limits.for_class(CLASS_SIZE)
 # the kit's JupyterLab defaults, as `make lab` gives them: no "get notified about Jupyter news?" pop-up
 env["JUPYTER_CONFIG_PATH"] = str(HERE.parent / ".jupyter")
 env["LABKIT_HANDOUT"] = str(HANDOUT)
+# one compiler cache for the class (building/compiler_cache.py): students read it, `make warm` fills it; the hub warms
+# it from a copy of the hand-out laid out as a student's kit, in the background, at each start (log: warm.log)
+CACHE = STATE / "compiler-cache"
+CACHE.mkdir(mode=0o755, exist_ok=True)
+env["LABKIT_CACHE_DIR"] = str(CACHE)
+env["LABKIT_CACHE_READONLY"] = "1"
+if os.environ.get("LABKIT_HUB_WARM", "1") != "0":
+    warm_home = STATE / "warm"
+    shutil.rmtree(warm_home / "kit", ignore_errors=True)
+    warm_home.mkdir(exist_ok=True)
+    warm_kit = singleuser.hand_out(warm_home, HANDOUT)
+    warm_env = {k: v for k, v in os.environ.items() if k not in ("LABKIT_BUILD_DIR", "LABKIT_CACHE_READONLY")}
+    with open(STATE / "warm.log", "w") as warm_log:
+        subprocess.Popen(
+            [sys.executable, "-m", "kit.warm"],
+            cwd=warm_kit,
+            env={**warm_env, "LABKIT_CACHE_DIR": str(CACHE), "PYTHONPATH": str(warm_kit)},
+            stdout=warm_log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
 c.Spawner.environment = env
 c.Spawner.mem_limit = mem_limit
 # a whole class starting at once on a busy server: give each server time to come up

