@@ -24,6 +24,7 @@ if compgen -G ".whl/*.whl" > /dev/null && [ ! -d /tmp/site/nbclient ]; then  # o
     $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
 fi
 [ -d /tmp/site/nbclient ] && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+[ -x /tmp/site/bin/ccache ] && export PATH=/tmp/site/bin:$PATH  # the carried ccache (scripts/gpu_carry.sh)
 if [ -x .whl/bin/mold ] && .whl/bin/mold --version > /dev/null 2>&1; then  # carried by scripts/gpu_carry.sh
     mkdir -p /tmp/labkit-bin && ln -sf "$PWD/.whl/bin/mold" /tmp/labkit-bin/mold && ln -sf "$PWD/.whl/bin/mold" /tmp/labkit-bin/ld.mold
     export PATH=/tmp/labkit-bin:$PATH  # gcc's -fuse-ld=mold finds ld.mold on PATH; the loader probes it before use
