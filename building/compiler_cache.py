@@ -92,9 +92,10 @@ def build_environment(cxx):
     return env
 
 
-def stats():
-    """The cache's folder, size, files and hit rate, from ccache's own counters, as a dict; None without a cache."""
-    cache, program = folder(), ccache()
+def stats(cache=None):
+    """The cache's folder (`cache`, else $LABKIT_CACHE_DIR), size, files and hit rate, from ccache's own counters, as
+    a dict; None without a cache."""
+    cache, program = Path(cache) if cache else folder(), ccache()
     if cache is None or program is None:
         return None
     env = dict(os.environ, CCACHE_DIR=str(cache))

@@ -45,9 +45,15 @@ def student(home):
     return kit
 
 
-def first_call(kit, cache, timeout=600, **extra):
+def kit_environment(kit, cache, **extra):
+    """A process of `kit` compiling through `cache`, for the CPU, in the kit's own .build/."""
     env = dict(os.environ, LABKIT_CACHE_DIR=str(cache), LABKIT_CUDA="0", PYTHONPATH=str(kit), **extra)
-    env.pop("LABKIT_BUILD_DIR", None)  # each student builds in their own kit's .build/
+    env.pop("LABKIT_BUILD_DIR", None)
+    return env
+
+
+def first_call(kit, cache, timeout=600, **extra):
+    env = kit_environment(kit, cache, **extra)
     r = subprocess.run(
         [sys.executable, "-c", FIRST_CALL], cwd=kit, env=env, capture_output=True, text=True, timeout=timeout
     )
@@ -56,27 +62,17 @@ def first_call(kit, cache, timeout=600, **extra):
     return float(lines["SECONDS"]), lines["RESULT"], r.stdout + r.stderr
 
 
-def stats(cache):
-    old = os.environ.get("LABKIT_CACHE_DIR")
-    os.environ["LABKIT_CACHE_DIR"] = str(cache)
-    try:
-        return compiler_cache.stats()
-    finally:
-        if old is None:
-            del os.environ["LABKIT_CACHE_DIR"]
-        else:
-            os.environ["LABKIT_CACHE_DIR"] = old
-
-
 def test_a_second_student_builds_from_the_cache_and_an_edit_stays_with_its_editor(tmp_path):
     cache = tmp_path / "cache"
     cold, result, _ = first_call(student(tmp_path / "alice"), cache)
     assert result == "[0.0, 2.0, 4.0, 6.0, 8.0, 10.0]"
-    assert stats(cache)["misses"] >= 2 and stats(cache)["files"] > 0
+    cold_stats = compiler_cache.stats(cache)
+    assert cold_stats["misses"] >= 2 and cold_stats["files"] > 0
     bob = student(tmp_path / "bob")
     warm, result, out = first_call(bob, cache)
     assert result == "[0.0, 2.0, 4.0, 6.0, 8.0, 10.0]"
-    assert stats(cache)["hits"] >= 2, stats(cache)  # bob's objects came from alice's compiles
+    warm_stats = compiler_cache.stats(cache)
+    assert warm_stats["hits"] >= 2, warm_stats  # bob's objects came from alice's compiles
     assert warm <= 3.0, f"bob's first call took {warm:.1f} s from the cache (alice's cold build: {cold:.1f} s)\n{out}"
     # bob edits his kernel: his next build compiles it, and he gets the edited result ...
     kernel = bob / "kernels" / "add2" / "add2_cpu.cpp"
@@ -95,13 +91,12 @@ def test_make_warm_fills_the_cache_that_students_only_read(tmp_path):
     the cache (LABKIT_CACHE_READONLY=1, as the hub sets it) builds from it, and their edit adds nothing to it."""
     cache = tmp_path / "cache"
     instructor = student(tmp_path / "instructor")
-    env = dict(os.environ, LABKIT_CACHE_DIR=str(cache), LABKIT_CUDA="0", PYTHONPATH=str(instructor))
-    env.pop("LABKIT_BUILD_DIR", None)
+    env = kit_environment(instructor, cache)
     r = subprocess.run(
         [sys.executable, "-m", "kit.warm"], cwd=instructor, env=env, capture_output=True, text=True, timeout=600
     )
     assert r.returncode == 0 and "[warm] add2:" in r.stdout and "1 of 1 built" in r.stdout, r.stdout + r.stderr
-    files = stats(cache)["files"]
+    files = compiler_cache.stats(cache)["files"]
     ada = student(tmp_path / "ada")
     seconds, result, out = first_call(ada, cache, LABKIT_CACHE_READONLY="1")
     assert result == "[0.0, 2.0, 4.0, 6.0, 8.0, 10.0]" and seconds <= 3.0, out
@@ -109,7 +104,7 @@ def test_make_warm_fills_the_cache_that_students_only_read(tmp_path):
     kernel.write_text(kernel.read_text().replace("load(a[i]) + load(b[i])", "load(a[i]) + load(b[i]) + 1"))
     _, result, _ = first_call(ada, cache, LABKIT_CACHE_READONLY="1")
     assert result == "[1.0, 3.0, 5.0, 7.0, 9.0, 11.0]"
-    assert stats(cache)["files"] == files  # nothing of ada's went into the cache
+    assert compiler_cache.stats(cache)["files"] == files  # nothing of ada's went into the cache
 
 
 def test_warm_without_a_cache_says_so(monkeypatch, capsys):
@@ -133,8 +128,7 @@ def test_a_corrupt_cache_is_compiled_past(tmp_path):
 def test_a_killed_compile_leaves_nothing_wrong(tmp_path):
     cache = tmp_path / "cache"
     alice = student(tmp_path / "alice")
-    env = dict(os.environ, LABKIT_CACHE_DIR=str(cache), LABKIT_CUDA="0", PYTHONPATH=str(alice))
-    env.pop("LABKIT_BUILD_DIR", None)
+    env = kit_environment(alice, cache)
     child = subprocess.Popen([sys.executable, "-c", FIRST_CALL], cwd=alice, env=env, start_new_session=True)
     deadline = time.monotonic() + 120
     while not any((alice / ".build").rglob("build.ninja")) and time.monotonic() < deadline:

@@ -70,43 +70,12 @@ __device__ __forceinline__ RoiBox<acc_t<T>> box_of(const T* boxes, int64_t k, co
     return roi_box(ld(b[0]), ld(b[1]), ld(b[2]), ld(b[3]), ld(b[4]), s);
 }
 
-// The block's box samples, in shared memory when they fit (then `tables` is true). Every thread must call this
-// (it ends with a barrier), before any thread returns.
-template <typename A>
-struct BoxTables {
-    AxisSample<A> y[kMaxTable], x[kMaxTable];
-};
-
-template <typename A>
-__device__ __forceinline__ bool fill_tables(BoxTables<A>& t, const RoiBox<A>& b, const RoiAlignShape& s) {
-    const int64_t ny = s.pooled_height * b.grid_h, nx = s.pooled_width * b.grid_w;
-    const bool fits = ny <= kMaxTable && nx <= kMaxTable;
-    const int tid = threadIdx.x + threadIdx.y * blockDim.x;
-    if (fits) {  // kMaxTable <= threads per block: one entry per thread at most
-        if (tid < ny) t.y[tid] = axis_sample(b.start_h, b.bin_h, b.grid_h, tid / b.grid_h, tid % b.grid_h, s.height);
-        if (tid < nx) t.x[tid] = axis_sample(b.start_w, b.bin_w, b.grid_w, tid / b.grid_w, tid % b.grid_w, s.width);
-    }
-    __syncthreads();
-    return fits;
-}
-
-template <typename A>
-__device__ __forceinline__ AxisSample<A> y_sample(const BoxTables<A>& t, bool tables, const RoiBox<A>& b,
-                                                  const RoiAlignShape& s, int64_t ph, int64_t iy) {
-    return tables ? t.y[ph * b.grid_h + iy] : axis_sample(b.start_h, b.bin_h, b.grid_h, ph, iy, s.height);
-}
-
-template <typename A>
-__device__ __forceinline__ AxisSample<A> x_sample(const BoxTables<A>& t, bool tables, const RoiBox<A>& b,
-                                                  const RoiAlignShape& s, int64_t pw, int64_t ix) {
-    return tables ? t.x[pw * b.grid_w + ix] : axis_sample(b.start_w, b.bin_w, b.grid_w, pw, ix, s.width);
-}
-
 // ----------------------------------------------------------------------------------------------
-// The forwards' tables: a sample along one axis as a forward reads it, its two pixels already multiplied by the
-// layout's stride along that axis (rows: W, or W * C channels-last; columns: 1, or C), so a corner's address is
-// one add. O is int wherever the whole image's offsets fit one, which makes an entry 16 bytes in float (one
-// shared-memory load) against AxisSample's 32, and spares the 64-bit multiplies.
+// The box's samples, once per block. The forwards keep each as a Tap: a sample along one axis as a forward reads
+// it, its two pixels already multiplied by the layout's stride along that axis (rows: W, or W * C channels-last;
+// columns: 1, or C), so a corner's address is one add. O is int wherever the whole image's offsets fit one, which
+// makes an entry 16 bytes in float (one shared-memory load) against AxisSample's 32, and spares the 64-bit
+// multiplies.
 
 template <typename A, typename O>
 struct Tap {
@@ -120,55 +89,66 @@ __device__ __forceinline__ Tap<A, O> tap_of(const AxisSample<A>& a, int64_t stri
     return Tap<A, O>{O(a.lo * stride), O(a.hi * stride), a.l, a.h};
 }
 
-template <typename A, typename O>
-struct TapTables {
-    Tap<A, O> y[kMaxTable], x[kMaxTable];
+// What a kernel keeps of a sample: the backwards the AxisSample itself (SameSample), the forwards a Tap (MakeTap,
+// with the layout's strides). Called with the axis: y (true) or x.
+template <typename A>
+struct SameSample {
+    __device__ __forceinline__ AxisSample<A> operator()(const AxisSample<A>& a, bool) const { return a; }
 };
 
-// As fill_tables, for the forwards: every thread must call it (it ends with a barrier).
 template <typename A, typename O>
-__device__ __forceinline__ bool fill_taps(TapTables<A, O>& t, const RoiBox<A>& b, const RoiAlignShape& s,
-                                          int64_t row_stride, int64_t col_stride) {
+struct MakeTap {
+    int64_t row_stride, col_stride;
+    __device__ __forceinline__ Tap<A, O> operator()(const AxisSample<A>& a, bool y) const {
+        return tap_of<A, O>(a, y ? row_stride : col_stride);
+    }
+};
+
+// The block's box samples, as `make` keeps them (entries E), in shared memory when they fit (then `tables` is
+// true). Every thread must call fill_tables (it ends with a barrier), before any thread returns.
+template <typename E>
+struct BoxTables {
+    E y[kMaxTable], x[kMaxTable];
+};
+
+template <typename E, typename A, typename Make>
+__device__ __forceinline__ bool fill_tables(BoxTables<E>& t, const RoiBox<A>& b, const RoiAlignShape& s, Make make) {
     const int64_t ny = s.pooled_height * b.grid_h, nx = s.pooled_width * b.grid_w;
     const bool fits = ny <= kMaxTable && nx <= kMaxTable;
     const int tid = threadIdx.x + threadIdx.y * blockDim.x;
-    if (fits) {
+    if (fits) {  // kMaxTable <= threads per block: one entry per thread at most
         if (tid < ny)
-            t.y[tid] = tap_of<A, O>(axis_sample(b.start_h, b.bin_h, b.grid_h, tid / b.grid_h, tid % b.grid_h, s.height),
-                                    row_stride);
+            t.y[tid] = make(axis_sample(b.start_h, b.bin_h, b.grid_h, tid / b.grid_h, tid % b.grid_h, s.height), true);
         if (tid < nx)
-            t.x[tid] = tap_of<A, O>(axis_sample(b.start_w, b.bin_w, b.grid_w, tid / b.grid_w, tid % b.grid_w, s.width),
-                                    col_stride);
+            t.x[tid] = make(axis_sample(b.start_w, b.bin_w, b.grid_w, tid / b.grid_w, tid % b.grid_w, s.width), false);
     }
     __syncthreads();
     return fits;
 }
 
-template <typename A, typename O>
-__device__ __forceinline__ Tap<A, O> y_tap(const TapTables<A, O>& t, bool tables, const RoiBox<A>& b,
-                                           const RoiAlignShape& s, int64_t ph, int64_t iy, int64_t row_stride) {
-    return tables ? t.y[ph * b.grid_h + iy]
-                  : tap_of<A, O>(axis_sample(b.start_h, b.bin_h, b.grid_h, ph, iy, s.height), row_stride);
+template <typename E, typename A, typename Make>
+__device__ __forceinline__ E y_sample(const BoxTables<E>& t, bool tables, const RoiBox<A>& b, const RoiAlignShape& s,
+                                      int64_t ph, int64_t iy, Make make) {
+    return tables ? t.y[ph * b.grid_h + iy] : make(axis_sample(b.start_h, b.bin_h, b.grid_h, ph, iy, s.height), true);
 }
 
-template <typename A, typename O>
-__device__ __forceinline__ Tap<A, O> x_tap(const TapTables<A, O>& t, bool tables, const RoiBox<A>& b,
-                                           const RoiAlignShape& s, int64_t pw, int64_t ix, int64_t col_stride) {
-    return tables ? t.x[pw * b.grid_w + ix]
-                  : tap_of<A, O>(axis_sample(b.start_w, b.bin_w, b.grid_w, pw, ix, s.width), col_stride);
+template <typename E, typename A, typename Make>
+__device__ __forceinline__ E x_sample(const BoxTables<E>& t, bool tables, const RoiBox<A>& b, const RoiAlignShape& s,
+                                      int64_t pw, int64_t ix, Make make) {
+    return tables ? t.x[pw * b.grid_w + ix] : make(axis_sample(b.start_w, b.bin_w, b.grid_w, pw, ix, s.width), false);
 }
 
 // The bin's average at one pixel offset `base` (the image's plane, or its channel in channels-last): sum over the
 // samples of the four corners, each weighted by its y weight times its x weight.
 template <typename T, typename A, typename O>
-__device__ __forceinline__ A bin_average(const T* __restrict__ base, const TapTables<A, O>& t, bool tables,
+__device__ __forceinline__ A bin_average(const T* __restrict__ base, const BoxTables<Tap<A, O>>& t, bool tables,
                                          const RoiBox<A>& b, const RoiAlignShape& s, int64_t ph, int64_t pw,
-                                         int64_t row_stride, int64_t col_stride) {
+                                         MakeTap<A, O> make) {
     A acc = 0;
     for (int iy = 0; iy < int(b.grid_h); iy++) {
-        const Tap<A, O> y = y_tap(t, tables, b, s, ph, iy, row_stride);
+        const Tap<A, O> y = y_sample(t, tables, b, s, ph, iy, make);
         for (int ix = 0; ix < int(b.grid_w); ix++) {
-            const Tap<A, O> x = x_tap(t, tables, b, s, pw, ix, col_stride);
+            const Tap<A, O> x = x_sample(t, tables, b, s, pw, ix, make);
             if ((y.lo | x.lo) < 0) continue;
             acc += y.h * x.h * ld(base[y.lo + x.lo]) + y.h * x.l * ld(base[y.lo + x.hi]) +
                    y.l * x.h * ld(base[y.hi + x.lo]) + y.l * x.l * ld(base[y.hi + x.hi]);
@@ -187,10 +167,11 @@ template <typename T, typename O>
 __global__ void roi_align_forward_kernel(T* __restrict__ out, const T* __restrict__ input, const T* __restrict__ boxes,
                                          const RoiAlignShape s) {
     using A = acc_t<T>;
-    __shared__ TapTables<A, O> t;
+    __shared__ BoxTables<Tap<A, O>> t;
     const int64_t k = blockIdx.x;
     const RoiBox<A> b = box_of(boxes, k, s);
-    const bool tables = fill_taps(t, b, s, s.width, 1);
+    const MakeTap<A, O> make{s.width, 1};
+    const bool tables = fill_tables(t, b, s, make);
     const O PH = O(s.pooled_height), PW = O(s.pooled_width);
     const O per_box = O(s.channels) * PH * PW;
     for (O j = O(blockIdx.y) * O(blockDim.x) + O(threadIdx.x); j < per_box; j += O(gridDim.y) * O(blockDim.x)) {
@@ -198,7 +179,7 @@ __global__ void roi_align_forward_kernel(T* __restrict__ out, const T* __restric
         // an index out of range reads nothing: zeros (the CPU path refuses it instead)
         const A v = b.batch < 0 ? A(0)
                                 : bin_average(input + (b.batch * s.channels + c) * s.height * s.width, t, tables, b, s,
-                                              ph, pw, s.width, 1);
+                                              ph, pw, make);
         st(&out[k * int64_t(per_box) + j], v);
     }
 }
@@ -217,18 +198,19 @@ template <typename T, typename O>
 __global__ void roi_align_forward_channels_last_kernel(T* __restrict__ out, const T* __restrict__ input,
                                                        const T* __restrict__ boxes, const RoiAlignShape s) {
     using A = acc_t<T>;
-    __shared__ TapTables<A, O> t;
+    __shared__ BoxTables<Tap<A, O>> t;
     __shared__ A stage[kStageBins][kLanes + 1];  // [bin][lane]; the pad makes the column reads conflict-free
     const int64_t k = blockIdx.x, C = s.channels, bins = s.pooled_height * s.pooled_width;
     const RoiBox<A> b = box_of(boxes, k, s);
-    const bool tables = fill_taps(t, b, s, s.width * C, C);
+    const MakeTap<A, O> make{s.width * C, C};
+    const bool tables = fill_tables(t, b, s, make);
     const int64_t c0 = int64_t(blockIdx.y) * kLanes, c = c0 + threadIdx.x;
     const bool staged = bins <= kStageBins;
     const bool reads = b.batch >= 0 && c < C;
     const T* image = input + (reads ? b.batch * s.height * s.width * C + c : 0);
     for (int64_t bin = threadIdx.y; bin < bins; bin += kWarps) {
         const int64_t ph = bin / s.pooled_width, pw = bin % s.pooled_width;
-        const A v = reads ? bin_average(image, t, tables, b, s, ph, pw, s.width * C, C) : A(0);
+        const A v = reads ? bin_average(image, t, tables, b, s, ph, pw, make) : A(0);
         if (staged) stage[bin][threadIdx.x] = v;
         else if (c < C) st(&out[(k * C + c) * bins + bin], v);
     }
@@ -249,10 +231,10 @@ template <typename T>
 __global__ void roi_align_backward_atomic_kernel(acc_t<T>* __restrict__ grad_input, const T* __restrict__ grad_out,
                                                  const T* __restrict__ boxes, const RoiAlignShape s) {
     using A = acc_t<T>;
-    __shared__ BoxTables<A> t;
+    __shared__ BoxTables<AxisSample<A>> t;
     const int64_t k = blockIdx.x;
     const RoiBox<A> b = box_of(boxes, k, s);
-    const bool tables = fill_tables(t, b, s);
+    const bool tables = fill_tables(t, b, s, SameSample<A>{});
     if (b.batch < 0) return;  // after the barrier: every thread has passed it
     const int64_t PH = s.pooled_height, PW = s.pooled_width, H = s.height, W = s.width;
     const int64_t per_box = s.channels * PH * PW;
@@ -262,9 +244,9 @@ __global__ void roi_align_backward_atomic_kernel(acc_t<T>* __restrict__ grad_inp
         const A grad = ld(grad_out[k * per_box + j]);
         A* plane = grad_input + (b.batch * s.channels + c) * H * W;
         for (int64_t iy = 0; iy < b.grid_h; iy++) {
-            const AxisSample<A> y = y_sample(t, tables, b, s, ph, iy);
+            const AxisSample<A> y = y_sample(t, tables, b, s, ph, iy, SameSample<A>{});
             for (int64_t ix = 0; ix < b.grid_w; ix++) {
-                const AxisSample<A> x = x_sample(t, tables, b, s, pw, ix);
+                const AxisSample<A> x = x_sample(t, tables, b, s, pw, ix, SameSample<A>{});
                 if (!(y.inside && x.inside)) continue;
                 atomicAdd(&plane[y.lo * W + x.lo], grad * (y.h * x.h) / b.count);
                 atomicAdd(&plane[y.lo * W + x.hi], grad * (y.h * x.l) / b.count);
@@ -285,10 +267,10 @@ __global__ void roi_align_backward_channels_last_kernel(acc_t<T>* __restrict__ g
                                                         const T* __restrict__ grad_out, const T* __restrict__ boxes,
                                                         const RoiAlignShape s) {
     using A = acc_t<T>;
-    __shared__ BoxTables<A> t;
+    __shared__ BoxTables<AxisSample<A>> t;
     const int64_t k = blockIdx.x;
     const RoiBox<A> b = box_of(boxes, k, s);
-    const bool tables = fill_tables(t, b, s);
+    const bool tables = fill_tables(t, b, s, SameSample<A>{});
     const int64_t C = s.channels, PH = s.pooled_height, PW = s.pooled_width, H = s.height, W = s.width;
     const int64_t c = int64_t(blockIdx.y) * kLanes + threadIdx.x;
     if (b.batch < 0 || c >= C) return;
@@ -297,9 +279,9 @@ __global__ void roi_align_backward_channels_last_kernel(acc_t<T>* __restrict__ g
         const int64_t ph = bin / PW, pw = bin % PW;
         const A grad = ld(grad_out[(k * C + c) * PH * PW + bin]);
         for (int64_t iy = 0; iy < b.grid_h; iy++) {
-            const AxisSample<A> y = y_sample(t, tables, b, s, ph, iy);
+            const AxisSample<A> y = y_sample(t, tables, b, s, ph, iy, SameSample<A>{});
             for (int64_t ix = 0; ix < b.grid_w; ix++) {
-                const AxisSample<A> x = x_sample(t, tables, b, s, pw, ix);
+                const AxisSample<A> x = x_sample(t, tables, b, s, pw, ix, SameSample<A>{});
                 if (!(y.inside && x.inside)) continue;
                 atomicAdd(&image[(y.lo * W + x.lo) * C], grad * (y.h * x.h) / b.count);
                 atomicAdd(&image[(y.lo * W + x.hi) * C], grad * (y.h * x.l) / b.count);
