@@ -34,7 +34,7 @@ test: $(ENV_READY) ## Run every test (CUDA tests run where there is a GPU, and s
 hub: $(ENV_READY) ## Start JupyterHub for a class: each student their own JupyterLab, kit copy and build folder; HUB_ARGS="--port 8000"
 	$(PY) -m jupyterhub -f hub/jupyterhub_config.py $(HUB_ARGS)
 
-grade-class: $(ENV_READY) ## Collect every student's work from the hub's homes, grade it (several at once, a time limit each) into ~/.labkit-class (grades.json, grades.csv) and each student's ~/grades/report.md; EX=, CLASS_ARGS="--homes /home --deadline '2026-12-01 18:00' -j 4"
+grade-class: $(ENV_READY) ## Collect every student's work from the hub's homes, grade it (several at once, time limits per exercise and check) into ~/.labkit-class (grades.json, grades.csv) and each student's ~/grades/report.md; EX=, CLASS_ARGS="--homes /home --deadline '2026-12-01 18:00' -j 4"
 	$(PY) -m hub.collect $(EX) $(CLASS_ARGS)
 
 ##@ Code style (ruff.toml, .clang-format)

@@ -1,6 +1,6 @@
 """The instructor's grading of a class: collect every student's exercises/ (and the kernels/ they build on) from their
-homes, grade them with `python -m kit.grade --class` (several students at once, each in child processes with a time
-limit per exercise), and write the results into the class folder (LABKIT_CLASS_DIR, default ~/.labkit-class, mode
+homes, grade them with `python -m kit.grade --class` (several students at once, each in child processes with time
+limits per exercise and per check), and write the results into the class folder (LABKIT_CLASS_DIR, default ~/.labkit-class, mode
 0700: never handed out):
 
     submissions/<student>/   the snapshot of each student's work that was graded (copied when grading runs)
@@ -179,6 +179,7 @@ def main(argv=None):
     p.add_argument("--deadline", help='files modified after it are reported late: "YYYY-MM-DD HH:MM" (local time)')
     p.add_argument("-j", "--jobs", type=int, help="students graded at once (default: from the cores and memory)")
     p.add_argument("--timeout", type=float, default=300, help="seconds for each exercise of a student (300)")
+    p.add_argument("--check-timeout", type=float, default=120, help="seconds for each check after the build (120)")
     p.add_argument("--student-timeout", type=float, default=1800, help="seconds for each student (1800)")
     p.add_argument("--points", nargs="*", metavar="EXERCISE=N", help="an exercise's points (default 1 each)")
     p.add_argument("--no-reports", action="store_true", help="write no report into the students' homes")
@@ -205,7 +206,8 @@ def main(argv=None):
         for name in students
     }
     grade = [sys.executable, "-m", "kit.grade", *args.exercises, "--class", str(args.to), "--json", str(args.json)]
-    grade += ["--timeout", str(args.timeout), "--student-timeout", str(args.student_timeout)]
+    grade += ["--timeout", str(args.timeout), "--check-timeout", str(args.check_timeout)]
+    grade += ["--student-timeout", str(args.student_timeout)]
     grade += ["--jobs", str(args.jobs)] if args.jobs else []
     r = subprocess.run(grade, cwd=KIT, env={**os.environ, "PYTHONPATH": str(KIT)})
     if r.returncode:

@@ -14,6 +14,16 @@ from building.compile_errors import CompileError, LoadError
 GPU = torch.cuda.is_available()
 PAD = 1024  # sentinel elements after every output: a kernel writing past n changes them
 
+# Set by the grader's child process (kit/grade.py): called with the exercise's name and each Result as it is added,
+# and with None once the student's op is built and loaded. A grader that stops a hung check learns from it which
+# checks had finished, and when the build ended (the build and each check have time limits of their own).
+progress = None
+
+
+def _note(exercise, result):
+    if progress is not None:
+        progress(exercise, result)
+
 
 def exercise_ops(kit, build_dir=None):
     """The ops of a kit's exercises/ (the kit's own, or a student's copy), with the shared headers of its
@@ -61,9 +71,11 @@ class Report:
 
     def add(self, check, ok, detail="", hint=""):
         self.results.append(Result(check, "pass" if ok else "fail", detail, "" if ok else hint))
+        _note(self.exercise, self.results[-1])
 
     def skip(self, check, why):
         self.results.append(Result(check, "skip", why))
+        _note(self.exercise, self.results[-1])
 
     def __str__(self):
         lines = [f"{self.exercise}  ({self.edit})"]
@@ -179,6 +191,7 @@ def load_op(ops, name, report):
     try:
         fn = getattr(ops, name)
         fn.refresh()
+        _note(name, None)
         return fn
     except (CompileError, LoadError) as e:
         report.add(

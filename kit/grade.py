@@ -21,9 +21,11 @@ import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import loader
+from kit import checks
 from kit.checks import exercise_ops
 
 
@@ -107,7 +109,12 @@ def main(argv=None):
     p.add_argument("--class", dest="klass", help="a folder of student kits (each with exercises/): grade each")
     p.add_argument("--json", help="also write the results here, for a gradebook")
     p.add_argument("-j", "--jobs", type=int, help=f"--class: students graded at once (default {default_jobs()} here)")
-    p.add_argument("--timeout", type=float, default=300, help="--class: seconds for each exercise (default 300)")
+    p.add_argument(
+        "--timeout", type=float, default=300, help="--class: seconds for each exercise, its build included (300)"
+    )
+    p.add_argument(
+        "--check-timeout", type=float, default=120, help="--class: seconds for each check after the build (120)"
+    )
     p.add_argument(
         "--student-timeout", type=float, default=1800, help="--class: seconds for each student (default 1800)"
     )
@@ -117,12 +124,14 @@ def main(argv=None):
     if unknown:
         p.error(f"no exercise {', '.join(unknown)}; exercises: {', '.join(EXERCISES)}")
     if args.klass:
-        return _grade_class(Path(args.klass), args.exercises, args.json, args.jobs, args.timeout, args.student_timeout)
+        limits = Limits(args.timeout, args.check_timeout, args.student_timeout)
+        return _grade_class(Path(args.klass), args.exercises, args.json, args.jobs, limits)
     if args.jsonl:
+        checks.progress = lambda exercise, result: _append_line(
+            args.jsonl, {"exercise": exercise, "check": result and asdict(result)}
+        )
         for name in args.exercises or EXERCISES:
-            report = check(name, kit=args.kit, quiet=True)
-            with open(args.jsonl, "a") as f:
-                f.write(json.dumps(report.to_dict()) + "\n")
+            _append_line(args.jsonl, check(name, kit=args.kit, quiet=True).to_dict())
         return 0
     if args.solutions:
         args.kit = str(with_solutions(tempfile.mkdtemp(prefix="labkit-solutions-")))
@@ -148,20 +157,37 @@ def default_jobs():
     return max(1, min(cores // 2, available // (3 * 1024**3) if available else cores))
 
 
-def _failed(name, check, detail, hint=""):
-    return {
-        "exercise": name,
-        "passed": False,
-        "failed": True,
-        "results": [{"check": check, "status": "fail", "detail": detail, "hint": hint}],
-    }
+def _failed(name, check, detail, hint="", finished=()):
+    """The report (as a dict) of an exercise stopped in `check`, after the checks `finished` (dicts)."""
+    stop = {"check": check, "status": "fail", "detail": detail, "hint": hint}
+    return {"exercise": name, "passed": False, "failed": True, "results": [*finished, stop]}
 
 
-def grade_student(kit, exercises, timeout, student_timeout, env=None):
-    """A student's kit graded in child processes, one exercise after another in teaching order: each exercise (its
-    build and its checks) gets `timeout` seconds, the student `student_timeout` in all. An exercise that runs past
-    its time (an endless loop) or crashes its process (an abort) fails with that said, and the next exercise goes on
-    in a new child. Returns the reports as dicts (Report.to_dict), in teaching order."""
+def _append_line(path, item):
+    with open(path, "a") as f:
+        f.write(json.dumps(item) + "\n")
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Seconds a student's grading may take: an exercise (its build and its checks), each check after the build,
+    and the student in all."""
+
+    exercise: float = 300
+    check: float = 120
+    student: float = 1800
+
+
+DEFAULT_LIMITS = Limits()
+STOPPED_HINT = "run it in a notebook: does it return?"
+
+
+def grade_student(kit, exercises, limits=DEFAULT_LIMITS, env=None):
+    """A student's kit graded in child processes, one exercise after another in teaching order, each within its
+    limits (Limits: the exercise, each of its checks, the student). The child reports each check as it finishes; an
+    exercise whose check runs past its time (an endless loop, a hung kernel) or whose process crashes (an abort)
+    keeps the checks that finished, fails the one that did not, saying so, and the next exercise goes on in a new
+    child. Returns the reports as dicts (Report.to_dict), in teaching order."""
     todo = [e for e in EXERCISES if e in exercises]
     reports, t_student = [], time.monotonic()
     while todo:
@@ -176,23 +202,31 @@ def grade_student(kit, exercises, timeout, student_timeout, env=None):
                     env=env,
                     start_new_session=True,  # its compilers too, to end them all at once
                 )
-            t_exercise, why, consumed = time.monotonic(), None, 0
+            t_exercise = t_check = time.monotonic()
+            why, consumed, finished, built = None, 0, [], False
             while True:
                 rc = proc.poll()
                 text = lines.read_text() if lines.exists() else ""
                 for line in text.split("\n")[consumed:-1]:  # whole lines only: the last may be being written
                     consumed += 1
-                    report = json.loads(line)
-                    reports.append(report)
-                    todo.remove(report["exercise"])
-                    t_exercise = time.monotonic()
+                    item, t_check = json.loads(line), time.monotonic()
+                    if "results" in item:  # an exercise's whole report: the next exercise begins
+                        reports.append(item)
+                        todo.remove(item["exercise"])
+                        t_exercise, finished, built = t_check, [], False
+                    else:  # one check done (or, None, the op built)
+                        built = True
+                        finished += [item["check"]] if item["check"] else []
                 if rc is not None:
                     break
                 now = time.monotonic()
-                if now - t_exercise > timeout:
-                    why = f"did not finish in {timeout:g} s (an endless loop, or a deadlock?): stopped"
-                elif now - t_student > student_timeout:
-                    why = f"the student's time ({student_timeout:g} s for every exercise) ran out: stopped"
+                if now - t_exercise > limits.exercise:
+                    why = f"did not finish in {limits.exercise:g} s (an endless loop, or a deadlock?): stopped"
+                elif built and now - t_check > limits.check:
+                    after = f"the check after {finished[-1]['check']!r}" if finished else "its first check"
+                    why = f"{after} did not finish in {limits.check:g} s (an endless loop, or a deadlock?): stopped"
+                elif now - t_student > limits.student:
+                    why = f"the student's time ({limits.student:g} s for every exercise) ran out: stopped"
                 if why:
                     os.killpg(proc.pid, signal.SIGKILL)
                     proc.wait()
@@ -201,23 +235,18 @@ def grade_student(kit, exercises, timeout, student_timeout, env=None):
             if todo:
                 name = todo.pop(0)
                 if why:
-                    reports.append(_failed(name, "finishes in time", why, "run it in a notebook: does it return?"))
+                    reports.append(_failed(name, "finishes in time", why, STOPPED_HINT, finished))
                 else:
                     tail = log.read_text(errors="replace").strip().splitlines()[-5:]
-                    reports.append(
-                        _failed(
-                            name,
-                            "runs to the end",
-                            f"its process ended (status {proc.returncode}): " + " | ".join(tail),
-                        )
-                    )
-                if time.monotonic() - t_student > student_timeout:
+                    crash = f"its process ended (status {proc.returncode}): " + " | ".join(tail)
+                    reports.append(_failed(name, "runs to the end", crash, "", finished))
+                if time.monotonic() - t_student > limits.student:
                     reports += [_failed(e, "graded", "not graded: the student's time ran out") for e in todo]
                     todo = []
     return reports
 
 
-def _grade_class(folder, exercises, json_path, jobs=None, timeout=300, student_timeout=1800):
+def _grade_class(folder, exercises, json_path, jobs=None, limits=DEFAULT_LIMITS):
     """Every student of the folder, `jobs` at once, each in child processes (grade_student): one student's crashing
     or endless kernel must not end or hold up everyone's grading. Prints a line per student as they finish."""
     jobs = jobs or default_jobs()
@@ -228,9 +257,7 @@ def _grade_class(folder, exercises, json_path, jobs=None, timeout=300, student_t
     students = sorted(d for d in folder.iterdir() if (d / "exercises").is_dir())
     book = {}
     with ThreadPoolExecutor(jobs) as pool:
-        running = {
-            pool.submit(grade_student, s, exercises or EXERCISES, timeout, student_timeout, env): s for s in students
-        }
+        running = {pool.submit(grade_student, s, exercises or EXERCISES, limits, env): s for s in students}
         for done in as_completed(running):
             name = running[done].name
             book[name] = done.result()

@@ -1,8 +1,10 @@
 """The class's compiler cache (building/compiler_cache.py, $LABKIT_CACHE_DIR): students' copies of the kit, each with
 its own build folder, compiling through one shared ccache folder. A second student's first call of an unedited op
-comes from the cache, fast; an edited op gives the edited result (and only to its editor); a corrupt cache or a
-killed compile never yields a wrong library. CPU builds (LABKIT_CUDA=0), so the test runs everywhere ccache is."""
+comes from the cache, fast; an edited op gives the edited result (and only to its editor); a corrupt cache, a
+killed compile or a full disk never yields a wrong library. CPU builds (LABKIT_CUDA=0), so the test runs everywhere
+ccache is."""
 
+import errno
 import os
 import shutil
 import signal
@@ -139,6 +141,35 @@ def test_a_killed_compile_leaves_nothing_wrong(tmp_path):
     for kit in (alice, student(tmp_path / "bob")):  # alice's half-built folder, and a fresh copy
         _, result, _ = first_call(kit, cache)
         assert result == "[0.0, 2.0, 4.0, 6.0, 8.0, 10.0]"
+
+
+def test_a_full_disk_compiles_past_the_cache(tmp_path):
+    """The cache on a filesystem with no room left (a 1 MiB tmpfs, filled up): ccache can store nothing, so the
+    build compiles as if there were no cache, and each library is right, an edited one included."""
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(cache)], capture_output=True, text=True)
+    if r.returncode:
+        pytest.skip(f"cannot mount a small tmpfs for the cache here (root only): {r.stderr.strip()}")
+    try:
+        fd = os.open(cache / "filler", os.O_WRONLY | os.O_CREAT)
+        try:
+            while os.write(fd, bytes(65536)):
+                pass
+        except OSError as e:
+            assert e.errno == errno.ENOSPC, e
+        finally:
+            os.close(fd)
+        _, result, out = first_call(student(tmp_path / "alice"), cache)
+        assert result == "[0.0, 2.0, 4.0, 6.0, 8.0, 10.0]", out
+        bob = student(tmp_path / "bob")
+        kernel = bob / "kernels" / "add2" / "add2_cpu.cpp"
+        kernel.write_text(kernel.read_text().replace("load(a[i]) + load(b[i])", "load(a[i]) + load(b[i]) + 1"))
+        _, result, out = first_call(bob, cache)
+        assert result == "[1.0, 3.0, 5.0, 7.0, 9.0, 11.0]", out
+        assert [p.name for p in cache.iterdir()] == ["filler"] or compiler_cache.stats(cache)["files"] == 0
+    finally:
+        subprocess.run(["umount", "-l", str(cache)], check=False)
 
 
 def test_without_a_cache_folder_nothing_changes_but_the_path_habit(monkeypatch):

@@ -20,6 +20,7 @@ from kit import grade
 
 EX6 = "exercises/ex6_time_kernel/ex6_time_kernel.py"
 LOOPS = "def time_kernel(fn, reps=20):\n    while True:\n        pass\n"  # an endless loop on the CPU path
+EX8 = "exercises/ex8_block_sum/ex8_block_sum.h"
 
 
 def _student(homes, name, solved=(), edits=None):
@@ -62,6 +63,24 @@ def test_a_hung_student_is_stopped_and_the_others_are_graded(tmp_path):
     assert not book["ada"][0]["failed"] and book["bo"][0]["failed"]
     assert "did not finish in 15 s" in (homes / "cy" / "grades" / "report.md").read_text()
     assert took < 120, f"grading took {took:.0f} s: the hung student held it up?\n{out}"
+
+
+def test_a_hung_check_fails_alone_and_keeps_the_checks_before_it(tmp_path):
+    """ex8 answered, but warp 0's loop over the slots steps only in row 0: the one-row check passes, the several-rows
+    check loops forever. The grade keeps the first, fails the second by the check limit, long before the exercise's."""
+    homes = tmp_path / "homes"
+    answer = (ROOT / "solutions" / EX8.replace("exercises/", "")).read_text()
+    endless = answer.replace("w < kEx8Warps; w++)", "w < kEx8Warps; w += (row == 0))")
+    assert endless != answer
+    _student(homes, "dee", edits={EX8: endless})
+    out, took = _collect(homes, tmp_path / "class", "ex8_block_sum", "--check-timeout", "10")
+    (dee,) = json.loads((tmp_path / "class" / "grades.json").read_text())["dee"]
+    first, stopped = dee["results"]
+    assert first["check"] == "matches x.sum(dim=-1) on cpu" and first["status"] == "pass", dee
+    assert stopped["check"] == "finishes in time" and stopped["status"] == "fail", dee
+    assert stopped["detail"].startswith("the check after 'matches x.sum(dim=-1) on cpu' did not finish in 10 s"), dee
+    assert "did not finish in 10 s" in (homes / "dee" / "grades" / "report.md").read_text()
+    assert took < 200, f"grading took {took:.0f} s: the exercise's limit (300 s) stopped the check, not its own?\n{out}"
 
 
 def test_grades_a_class_into_the_class_folder_with_reports_and_a_gradebook(tmp_path):
