@@ -2,6 +2,7 @@
 the compiler cache that $LABKIT_CACHE_DIR names, so that the first call of each by anyone sharing the cache (a
 class: the hub warms its hand-out when it starts) builds from it instead of compiling. Warms the kit this file is in,
 for CUDA where the loader would build for CUDA, in its own build folder; prints one line per op.
+`python -m kit.warm add2 elu` warms those alone.
 
 The cache keys paths relative to the build folder (building/compiler_cache.py), so it serves kits laid out as this
 one is: every student's copy of the hand-out is.
@@ -25,12 +26,18 @@ def folders():
 
 
 def main(argv=()):
+    """Warms the ops and exercises named in argv, else all of them."""
     if compiler_cache.folder() is None:
         print("make warm: LABKIT_CACHE_DIR is not set: there is no shared cache to warm (README: the compiler cache)")
         return 2
+    todo = [(name, parent) for name, parent in folders() if not argv or name in argv]
+    unknown = sorted(set(argv) - {name for name, _ in todo})
+    if unknown:
+        print(f"make warm: no op or exercise {', '.join(unknown)} in this kit")
+        return 2
     failed = []
     t0 = time.perf_counter()
-    for name, parent in folders():
+    for name, parent in todo:
         t = time.perf_counter()
         try:
             loader.build(name, kernels_dir=parent, common=COMMON)
@@ -41,7 +48,7 @@ def main(argv=()):
         print(f"[warm] {name}: {time.perf_counter() - t:.1f} s", flush=True)
     st = compiler_cache.stats() or {}
     print(
-        f"[warm] {len(folders()) - len(failed)} of {len(folders())} built in {time.perf_counter() - t0:.0f} s; "
+        f"[warm] {len(todo) - len(failed)} of {len(todo)} built in {time.perf_counter() - t0:.0f} s; "
         f"the cache {st.get('folder')}: {st.get('files')} files, {st.get('size_mb', 0):.1f} MB"
     )
     return 1 if failed else 0

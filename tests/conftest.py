@@ -14,6 +14,17 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+# The suite compiles through one compiler cache (building/compiler_cache.py), as a class does: the many copies of the
+# kit that tests build (a student's kit, an op edited in a copy, a notebook's scratch variant, a grader's copy) then
+# compile each unedited file once, and take it from the cache after. Its folder is in the kit's own build folder, so
+# a fresh clone starts with an empty one. A LABKIT_CACHE_DIR already set is used as it is; LABKIT_TEST_CACHE=0 (or no
+# ccache) compiles everything afresh. The tests of the cache itself name caches of their own.
+if "LABKIT_CACHE_DIR" not in os.environ and os.environ.get("LABKIT_TEST_CACHE", "1") != "0":
+    from building import compiler_cache
+
+    if compiler_cache.ccache() is not None:
+        os.environ["LABKIT_CACHE_DIR"] = str(ROOT / ".build" / "test-compiler-cache")
+
 HAS_CUDA = torch.cuda.is_available()
 N_GPUS = torch.cuda.device_count() if HAS_CUDA else 0
 

