@@ -25,9 +25,21 @@ LAB_CONFIG := JUPYTER_CONFIG_PATH="$(CURDIR)/.jupyter$(if $(JUPYTER_CONFIG_PATH)
 lab: $(ENV_READY) ## Start JupyterLab on the kit (notebooks/ to learn, kernels/ and exercises/ to edit); LAB_ARGS="--no-browser" etc.
 	$(LAB_CONFIG) $(PY) -m jupyter lab --ServerApp.root_dir="$(CURDIR)" $(LAB_AS_ROOT) $(LAB_ARGS) notebooks/01_add2.ipynb
 
-test: $(ENV_READY) ## Run every test (CUDA tests run where there is a GPU, and say why they skip where not)
-	@$(PY) -m pytest $(PYTEST_ARGS); rc=$$?; \
-	if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; rc=0; fi; exit $$rc
+# pytest-xdist runs the tests on every core, each group of tests on one worker (tests/conftest.py says which go
+# together); where there is a GPU, the tests that time it (marked exclusive_gpu) run after the others, alone.
+# TEST_WORKERS=0 runs everything in one process (also where xdist is not installed).
+TEST_WORKERS ?= auto
+test: $(ENV_READY) ## Run every test on every core (CUDA tests run where there is a GPU, and say why they skip where not)
+	@if [ "$(TEST_WORKERS)" = 0 ] || ! $(PY) -c "import xdist" 2> /dev/null; then \
+		$(PY) -m pytest $(PYTEST_ARGS); rc=$$?; r2=0; \
+	elif $(PY) -c "import sys, torch; sys.exit(not torch.cuda.is_available())" 2> /dev/null; then \
+		$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup -m "not exclusive_gpu" $(PYTEST_ARGS); rc=$$?; \
+		$(PY) -m pytest -m exclusive_gpu $(PYTEST_ARGS); r2=$$?; \
+	else \
+		$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS); rc=$$?; r2=0; \
+	fi; \
+	[ $$rc -eq 5 ] && [ $$r2 -eq 5 ] && echo "pytest collected no tests"; \
+	[ $$rc -eq 5 ] && rc=0; [ $$r2 -eq 5 ] && r2=0; [ $$rc -eq 0 ] && rc=$$r2; exit $$rc
 
 ##@ A class on one server (README "Run a class")
 

@@ -21,7 +21,10 @@ from pathlib import Path
 KIT = Path(__file__).resolve().parent.parent
 NOT_HANDED_OUT = ("solutions", "tests", "hub")  # tracked folders that students never get
 # where there is no git checkout (a kit baked into an image): copy it all but these
-NOT_COPIED = (*NOT_HANDED_OUT, ".git", ".venv", ".build", ".hub", "__pycache__", ".ipynb_checkpoints", ".pytest_cache")
+NOT_COPIED = (
+    *NOT_HANDED_OUT,
+    *(".git", ".venv", ".build", ".hub", ".whl", "__pycache__", ".ipynb_checkpoints", ".pytest_cache"),
+)  # .whl: the wheels scripts/gpu_carry.sh gathers for a GPU machine
 
 
 def class_dir(make=True):
@@ -78,7 +81,7 @@ def strip_notebooks(root, kit=KIT):
         subprocess.run(
             [sys.executable, "-m", "kit.nbstrip", *notebooks],
             cwd=kit,
-            env={**os.environ, "PYTHONPATH": str(kit)},
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(kit), os.environ.get("PYTHONPATH")]))},
             check=True,
             capture_output=True,
         )

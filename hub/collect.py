@@ -209,7 +209,11 @@ def main(argv=None):
     grade += ["--timeout", str(args.timeout), "--check-timeout", str(args.check_timeout)]
     grade += ["--student-timeout", str(args.student_timeout)]
     grade += ["--jobs", str(args.jobs)] if args.jobs else []
-    r = subprocess.run(grade, cwd=KIT, env={**os.environ, "PYTHONPATH": str(KIT)})
+    r = subprocess.run(
+        grade,
+        cwd=KIT,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(KIT), os.environ.get("PYTHONPATH")]))},
+    )
     if r.returncode:
         return r.returncode
     book = json.loads(args.json.read_text())

@@ -251,7 +251,7 @@ def _grade_class(folder, exercises, json_path, jobs=None, limits=DEFAULT_LIMITS)
     or endless kernel must not end or hold up everyone's grading. Prints a line per student as they finish."""
     jobs = jobs or default_jobs()
     cores = os.cpu_count() or 1
-    env = {**os.environ, "PYTHONPATH": str(loader.ROOT)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(loader.ROOT), os.environ.get("PYTHONPATH")]))}
     env.setdefault("MAX_JOBS", str(max(1, cores // jobs)))  # the students graded at once share the cores
     env.setdefault("OMP_NUM_THREADS", str(max(1, cores // jobs)))
     students = sorted(d for d in folder.iterdir() if (d / "exercises").is_dir())

@@ -1,6 +1,7 @@
 """Small helpers the notebooks share: show a function from a kernel file, edit a scratch copy of the kit,
 and say plainly when a cell needs a GPU this machine lacks."""
 
+import atexit
 import re
 import shutil
 import tempfile
@@ -63,8 +64,9 @@ def scratch_kit(*op_names):
     """A copy of kernels/ (only these ops, plus common/) in a temporary folder, with an Ops of its own.
 
     Notebook cells that edit kernels programmatically edit this copy, so a run that stops half way never
-    leaves the real kernels/ changed. Returns (ops, kernels_folder)."""
+    leaves the real kernels/ changed. The folder is removed when the process ends. Returns (ops, kernels_folder)."""
     tmp = Path(tempfile.mkdtemp(prefix="labkit-scratch-"))
+    atexit.register(shutil.rmtree, tmp, ignore_errors=True)  # a notebook kernel's, or a test's, copies and builds
     for name in ("common",) + op_names:
         shutil.copytree(
             ROOT / "kernels" / name,

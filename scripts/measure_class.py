@@ -68,7 +68,9 @@ def student_kit(home, handout):
 
 def warm(kit, cache, names=()):
     env = {k: v for k, v in os.environ.items() if k not in ("LABKIT_BUILD_DIR", "LABKIT_CACHE_READONLY")}
-    env.update(LABKIT_CACHE_DIR=str(cache), PYTHONPATH=str(kit))
+    env.update(
+        LABKIT_CACHE_DIR=str(cache), PYTHONPATH=os.pathsep.join(filter(None, [str(kit), os.environ.get("PYTHONPATH")]))
+    )
     t0 = time.perf_counter()
     r = subprocess.run([sys.executable, "-m", "kit.warm", *names], cwd=kit, env=env, capture_output=True, text=True)
     took = time.perf_counter() - t0
@@ -82,7 +84,12 @@ def students_at_once(homes, handout, cache, n):
     t0 = time.perf_counter()
     for kit in kits:
         env = {k: v for k, v in os.environ.items() if k != "LABKIT_BUILD_DIR"}
-        env.update(LABKIT_CACHE_DIR=str(cache), LABKIT_CACHE_READONLY="1", PYTHONPATH=str(kit), HOME=str(kit.parent))
+        env.update(
+            LABKIT_CACHE_DIR=str(cache),
+            LABKIT_CACHE_READONLY="1",
+            PYTHONPATH=os.pathsep.join(filter(None, [str(kit), os.environ.get("PYTHONPATH")])),
+            HOME=str(kit.parent),
+        )
         procs.append(
             subprocess.Popen(
                 [sys.executable, "-c", STUDENT],
@@ -108,16 +115,22 @@ def students_at_once(homes, handout, cache, n):
     return kits, summary
 
 
-def grade_class(homes, kits, n, cache):
+def grade_class(homes, kits, n, cache, jobs=None):
     for i, kit in enumerate(kits[:n]):
         if i % 2 == 0:  # half the class solved every exercise
             shutil.copytree(ROOT / "solutions", kit / "exercises", dirs_exist_ok=True)
     for kit in kits[n:]:
         shutil.rmtree(kit.parent)
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "LABKIT_CACHE_DIR": str(cache), "LABKIT_CACHE_READONLY": "1"}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+        "LABKIT_CACHE_DIR": str(cache),
+        "LABKIT_CACHE_READONLY": "1",
+    }
     t0 = time.perf_counter()
     r = subprocess.run(
-        [sys.executable, "-m", "hub.collect", "--homes", str(homes), "--class-dir", str(homes.parent / "class")],
+        [sys.executable, "-m", "hub.collect", "--homes", str(homes), "--class-dir", str(homes.parent / "class")]
+        + (["--jobs", str(jobs)] if jobs else []),
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -148,6 +161,7 @@ def main():
     p.add_argument("--students", type=int, default=30)
     p.add_argument("--grade-students", type=int, default=30)
     p.add_argument("--no-grade", action="store_true")
+    p.add_argument("-j", "--jobs", type=int, help="students graded at once (default: make grade-class's)")
     p.add_argument("--warm", nargs="*", default=(), help="warm these ops alone (default: all, as make warm does)")
     args = p.parse_args()
     if compiler_cache.ccache() is None:
@@ -161,22 +175,28 @@ def main():
         "cores": os.cpu_count(),
         "cuda_arch_list": os.environ.get("TORCH_CUDA_ARCH_LIST"),
     }
+    folder = Path(os.environ["OUT"]) if os.environ.get("OUT") else results.machine_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "class.json"
+
+    def save():  # after each step, so that a run stopped part way still records the steps it finished
+        path.write_text(json.dumps(out, indent=1) + "\n")
+
     with tempfile.TemporaryDirectory(prefix="labkit-class-") as tmp:
         tmp = Path(tmp)
         cache, homes = tmp / "cache", tmp / "homes"
         handout = classroom.make_handout(tmp / "handout", ROOT)
         out["warm"] = warm(student_kit(tmp / "instructor", handout), cache, args.warm)
         out["cache"] = compiler_cache.stats(cache)
+        save()
         print("warm:", json.dumps(out["warm"]), flush=True)
         kits, out["first_calls"] = students_at_once(homes, handout, cache, args.students)
+        save()
         print("students:", json.dumps(out["first_calls"], indent=1)[:3000], flush=True)
         if not args.no_grade:
-            out["grading"] = grade_class(homes, kits, min(args.grade_students, args.students), cache)
+            out["grading"] = grade_class(homes, kits, min(args.grade_students, args.students), cache, args.jobs)
+            save()
             print("grading:", json.dumps(out["grading"], indent=1)[:3000], flush=True)
-    folder = Path(os.environ["OUT"]) if os.environ.get("OUT") else results.machine_dir()
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / "class.json"
-    path.write_text(json.dumps(out, indent=1) + "\n")
     print("wrote", path)
 
 

@@ -6,6 +6,7 @@ import re
 import shutil
 import subprocess
 import sys
+import zlib
 from pathlib import Path
 
 import pytest
@@ -63,34 +64,49 @@ def pytest_report_header(config):
     return []
 
 
-# Under pytest-xdist, scripts/gpu_session.sh runs `--dist loadgroup`: each group on one worker, its tests in the
-# order they are written. A file is one group (what --dist loadfile does: its tests may build on one another), but
-# in these files no test relies on another's effects, so a group is one value of the parameter named here (a build
-# way, a notebook), or every n-th test for a number n; each worker sets up the module fixtures of its groups
-# itself. Without this the longest file sets the time of the whole run: test_builds, which compiles every op several
-# ways, would take nearly all of it on one worker.
-XDIST_SPLIT = {"test_builds.py": "built", "test_notebooks.py": "path", "test_grade.py": 4}
+# Under pytest-xdist (scripts/gpu_session.sh, make test where it is installed) tests are sent to the workers by the
+# group of each: a group's tests run on one worker, in the order they are written. A file is one group (what --dist
+# loadfile does: its tests may build on one another), but in these files no test relies on another's effects, so
+# a group is one value of a parameter (the [id] of a build way, a notebook), or one of n shares of the file's tests
+# for a number n; each worker sets up the module fixtures of its groups itself. Without this the longest file sets
+# the time of the whole run: test_builds, which compiles every op several ways, would take nearly all of it on one
+# worker. (xdist's own --dist loadgroup reads marks but cannot rename the tests under pytest 9, so it ran every test
+# apart: the groups are made here, from the test's id, by a scheduler of the kit's own.)
+XDIST_SPLIT = {"test_builds.py": "id", "test_notebooks.py": "id", "test_grade.py": 4}
 
 
-def xdist_group(item, index):
-    """The group of the index-th test of its file."""
-    name = item.path.name
-    split = XDIST_SPLIT.get(name)
+def xdist_group(nodeid):
+    """The group of a test, from its id ('tests/test_builds.py::test_x[aot-cpu]')."""
+    path = nodeid.split("::", 1)[0]
+    split = XDIST_SPLIT.get(path.rsplit("/", 1)[-1])
+    if split is None:
+        return path
     if isinstance(split, int):
-        return f"{name}#{index % split}"
-    params = getattr(getattr(item, "callspec", None), "params", {})
-    if split and split in params:
-        value = getattr(params[split], "name", params[split])  # a notebook's file name; a build way's tuple
-        return f"{name}#{split}=" + re.sub(r"[^A-Za-z0-9_.]+", "-", str(value)).strip("-")
-    return name
+        return f"{path}#{zlib.crc32(nodeid.encode()) % split}"
+    param = re.search(r"\[(.*)\]$", nodeid)
+    return f"{path}#{param.group(1) if param else ''}"
+
+
+try:
+    from xdist.scheduler import LoadScopeScheduling
+except ImportError:
+    LoadScopeScheduling = None
+
+if LoadScopeScheduling is not None:
+
+    class GroupScheduling(LoadScopeScheduling):
+        """--dist loadscope whose scopes are the groups of xdist_group: whole groups to the workers, as collected."""
+
+        def _split_scope(self, nodeid):
+            return xdist_group(nodeid)
+
+    def pytest_xdist_make_scheduler(config, log):
+        if config.getvalue("dist") in ("loadgroup", "loadscope"):
+            return GroupScheduling(config, log)
+        return None
 
 
 def pytest_collection_modifyitems(config, items):
-    if config.pluginmanager.hasplugin("xdist"):
-        seen = {}
-        for item in items:
-            index = seen[item.path.name] = seen.get(item.path.name, -1) + 1
-            item.add_marker(pytest.mark.xdist_group(xdist_group(item, index)))
     no_gpu = pytest.mark.skip(reason="needs a CUDA GPU: torch.cuda.is_available() is False here")
     no_gpu2 = pytest.mark.skip(reason=f"needs two CUDA GPUs: {N_GPUS} visible here")
     jit_only = pytest.mark.skip(reason="tests the JIT loader (edits a copy of the kit); LABKIT_PREBUILT is set")

@@ -42,7 +42,9 @@ def _collect(homes, class_dir, *args, timeout=600):
         capture_output=True,
         text=True,
         cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        # the grading's mechanics on the CPU: a GPU shared with a parallel run would make ex6's timing check (a 2 ms
+        # kernel within 15%) fail for the load, not for the answer; test_grade.py grades on the GPU
+        env={**os.environ, "PYTHONPATH": str(ROOT), "CUDA_VISIBLE_DEVICES": ""},
         timeout=timeout,
     )
     assert r.returncode == 0, r.stdout + r.stderr
