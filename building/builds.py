@@ -84,7 +84,10 @@ def cuda_arch_list():
 
 
 def _env(cuda):
-    return {"LABKIT_CUDA": "1" if cuda else "0", **({"TORCH_CUDA_ARCH_LIST": cuda_arch_list()} if cuda else {})}
+    """The build's environment: CUDA or not, and no shared compiler cache (LABKIT_CACHE_DIR empty): the ways are
+    compared compiling, cold and after an edit, not reading a cache."""
+    arch = {"TORCH_CUDA_ARCH_LIST": cuda_arch_list()} if cuda else {}
+    return {"LABKIT_CUDA": "1" if cuda else "0", "LABKIT_CACHE_DIR": "", **arch}
 
 
 def touch(path):
