@@ -43,7 +43,9 @@ class CompileError(RuntimeError):
             ln = raw.strip()
             m = _GCC.match(ln) or _NVCC.match(ln)
             if m:
-                path, line = m["file"], int(m["line"])
+                # a path relative to the build folder, where the compilers run: through a compiler cache the kit's
+                # files are named relative (building/compiler_cache.py, CCACHE_BASEDIR)
+                path, line = str(Path(build_dir, m["file"]).resolve()), int(m["line"])
                 return cls(op, path, line, m["msg"].strip(), _source_line(path, line), log)
         m = next((m for m in map(_LINK.search, output.splitlines()) if m), None)
         msg = _demangle(m.group(1)) if m else _last_meaningful_line(output)

@@ -82,7 +82,9 @@ def build_environment(cxx):
     env.update(
         CCACHE_DIR=str(cache),
         # paths inside the kit are hashed relative to the build folder: every student's copy has the same layout
-        CCACHE_BASEDIR=str(ROOT),
+        # (LABKIT_CACHE_BASEDIR widens that to a folder above the kit: the test suite's copies of the kit are in the
+        # temporary folder)
+        CCACHE_BASEDIR=os.environ.get("LABKIT_CACHE_BASEDIR") or str(ROOT),
         CCACHE_NOHASHDIR="1",  # the build folder's own path stays out of the key
         CCACHE_UMASK="002",  # group-writable entries, for a class's shared folder
         CCACHE_COMPILERCHECK="content",  # a compiler replaced in place gets new keys

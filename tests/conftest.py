@@ -6,6 +6,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import zlib
 from pathlib import Path
 
@@ -25,6 +26,9 @@ if "LABKIT_CACHE_DIR" not in os.environ and os.environ.get("LABKIT_TEST_CACHE", 
 
     if compiler_cache.ccache() is not None:
         os.environ["LABKIT_CACHE_DIR"] = str(ROOT / ".build" / "test-compiler-cache")
+        # the tests' copies of the kit lie in the temporary folder: paths under the folder above both are hashed
+        # relative to the build folder, so copies laid out alike share entries
+        os.environ.setdefault("LABKIT_CACHE_BASEDIR", os.path.commonpath([ROOT, tempfile.gettempdir()]))
 
 HAS_CUDA = torch.cuda.is_available()
 N_GPUS = torch.cuda.device_count() if HAS_CUDA else 0

@@ -172,6 +172,28 @@ def test_a_full_disk_compiles_past_the_cache(tmp_path):
         subprocess.run(["umount", "-l", str(cache)], check=False)
 
 
+def test_a_compile_error_through_the_cache_shows_the_students_line(tmp_path):
+    """Through the cache the compilers get the kit's paths relative to the build folder; the error still names the
+    file and shows the line, as without a cache."""
+    ada = student(tmp_path / "ada")
+    kernel = ada / "kernels" / "add2" / "add2_cpu.cpp"
+    kernel.write_text(kernel.read_text().replace("load(a[i]) + load(b[i])", "load(a[i]) + load(b[i]) +"))
+    code = "import torch\nfrom loader import ops\ntry:\n    ops.add2(torch.ones(2), torch.ones(2))\nexcept Exception as e:\n"
+    code += "    print('FILE', e.file)\n    print('SOURCE', e.source_line)\n    print('TEXT', e)\n"
+    r = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,  # not the build folder: the path must not depend on where the student's Python runs
+        env=kit_environment(ada, tmp_path / "cache"),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    lines = dict(line.split(" ", 1) for line in r.stdout.splitlines() if line.startswith(("FILE", "SOURCE")))
+    assert lines.get("FILE") == str(kernel.resolve()), r.stdout + r.stderr
+    assert "load(a[i]) + load(b[i]) +" in lines.get("SOURCE", ""), r.stdout + r.stderr
+    assert "add2_cpu.cpp:" in r.stdout
+
+
 def test_without_a_cache_folder_nothing_changes_but_the_path_habit(monkeypatch):
     monkeypatch.delenv("LABKIT_CACHE_DIR", raising=False)
     assert compiler_cache.build_environment("c++") == {"TORCH_NO_COMPILER_WRAPPER": "1"}
