@@ -73,6 +73,12 @@ def new_files(kit=KIT):
     return sorted(path for state, path in _status(kit, "all") if state == "??")
 
 
+def python_path(kit):
+    """PYTHONPATH for a child process of `kit`: the kit first, then the caller's own path (where packages may come
+    from, as on a machine whose wheels are installed into a folder of their own)."""
+    return os.pathsep.join(filter(None, [str(kit), os.environ.get("PYTHONPATH")]))
+
+
 def strip_notebooks(root, kit=KIT):
     """Every notebook under root without outputs (kit/nbstrip.py, in a process of its own: the hub imports none of
     the kit)."""
@@ -81,7 +87,7 @@ def strip_notebooks(root, kit=KIT):
         subprocess.run(
             [sys.executable, "-m", "kit.nbstrip", *notebooks],
             cwd=kit,
-            env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(kit), os.environ.get("PYTHONPATH")]))},
+            env={**os.environ, "PYTHONPATH": python_path(kit)},
             check=True,
             capture_output=True,
         )

@@ -209,11 +209,7 @@ def main(argv=None):
     grade += ["--timeout", str(args.timeout), "--check-timeout", str(args.check_timeout)]
     grade += ["--student-timeout", str(args.student_timeout)]
     grade += ["--jobs", str(args.jobs)] if args.jobs else []
-    r = subprocess.run(
-        grade,
-        cwd=KIT,
-        env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(KIT), os.environ.get("PYTHONPATH")]))},
-    )
+    r = subprocess.run(grade, cwd=KIT, env={**os.environ, "PYTHONPATH": classroom.python_path(KIT)})
     if r.returncode:
         return r.returncode
     book = json.loads(args.json.read_text())

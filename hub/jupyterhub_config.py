@@ -143,7 +143,7 @@ if os.environ.get("LABKIT_HUB_WARM", "1") != "0":
         subprocess.Popen(
             [sys.executable, "-m", "kit.warm"],
             cwd=warm_kit,
-            env={**warm_env, "LABKIT_CACHE_DIR": str(CACHE), "PYTHONPATH": str(warm_kit)},
+            env={**warm_env, "LABKIT_CACHE_DIR": str(CACHE), "PYTHONPATH": classroom.python_path(warm_kit)},
             stdout=warm_log,
             stderr=subprocess.STDOUT,
             start_new_session=True,

@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from building import compiler_cache  # noqa: E402
-from hub import classroom  # noqa: E402
+from hub import classroom, singleuser  # noqa: E402
 from kit import results  # noqa: E402
 
 STUDENT = """
@@ -60,17 +60,9 @@ def spread(values):
     return {"min": values[0], "median": statistics.median(values), "max": values[-1], "n": len(values)}
 
 
-def student_kit(home, handout):
-    kit = home / "kit"
-    shutil.copytree(handout, kit, symlinks=True)
-    return kit
-
-
 def warm(kit, cache, names=()):
     env = {k: v for k, v in os.environ.items() if k not in ("LABKIT_BUILD_DIR", "LABKIT_CACHE_READONLY")}
-    env.update(
-        LABKIT_CACHE_DIR=str(cache), PYTHONPATH=os.pathsep.join(filter(None, [str(kit), os.environ.get("PYTHONPATH")]))
-    )
+    env.update(LABKIT_CACHE_DIR=str(cache), PYTHONPATH=classroom.python_path(kit))
     t0 = time.perf_counter()
     r = subprocess.run([sys.executable, "-m", "kit.warm", *names], cwd=kit, env=env, capture_output=True, text=True)
     took = time.perf_counter() - t0
@@ -79,7 +71,7 @@ def warm(kit, cache, names=()):
 
 
 def students_at_once(homes, handout, cache, n):
-    kits = [student_kit(homes / f"student{i:02d}", handout) for i in range(n)]
+    kits = [singleuser.hand_out(homes / f"student{i:02d}", handout) for i in range(n)]
     procs = []
     t0 = time.perf_counter()
     for kit in kits:
@@ -87,7 +79,7 @@ def students_at_once(homes, handout, cache, n):
         env.update(
             LABKIT_CACHE_DIR=str(cache),
             LABKIT_CACHE_READONLY="1",
-            PYTHONPATH=os.pathsep.join(filter(None, [str(kit), os.environ.get("PYTHONPATH")])),
+            PYTHONPATH=classroom.python_path(kit),
             HOME=str(kit.parent),
         )
         procs.append(
@@ -123,7 +115,7 @@ def grade_class(homes, kits, n, cache, jobs=None):
         shutil.rmtree(kit.parent)
     env = {
         **os.environ,
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+        "PYTHONPATH": classroom.python_path(ROOT),
         "LABKIT_CACHE_DIR": str(cache),
         "LABKIT_CACHE_READONLY": "1",
     }
@@ -186,7 +178,7 @@ def main():
         tmp = Path(tmp)
         cache, homes = tmp / "cache", tmp / "homes"
         handout = classroom.make_handout(tmp / "handout", ROOT)
-        out["warm"] = warm(student_kit(tmp / "instructor", handout), cache, args.warm)
+        out["warm"] = warm(singleuser.hand_out(tmp / "instructor", handout), cache, args.warm)
         out["cache"] = compiler_cache.stats(cache)
         save()
         print("warm:", json.dumps(out["warm"]), flush=True)
