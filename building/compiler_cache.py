@@ -1,7 +1,7 @@
 """One compiler cache for a class: with $LABKIT_CACHE_DIR set, every compile of the loader goes through ccache into
 that folder, so a student whose op is unedited gets each object file from the cache instead of compiling it, and an
-edit compiles the edited file alone (ccache keys an object by the preprocessed source, the compiler and its flags:
-an edited file has another key, so nobody with other sources is served it).
+edit compiles the edited file alone (ccache keys an object by the source, every header it includes, the compiler and
+its flags: an edited file has another key, so nobody with other sources is served it).
 
 Why ccache and not a cache of finished libraries: ninja decides what to rebuild from the objects in the student's
 own build folder. A library fetched whole would leave that folder empty, and the first edit would compile every file
@@ -88,6 +88,11 @@ def build_environment(cxx):
         CCACHE_NOHASHDIR="1",  # the build folder's own path stays out of the key
         CCACHE_UMASK="002",  # group-writable entries, for a class's shared folder
         CCACHE_COMPILERCHECK="content",  # a compiler replaced in place gets new keys
+        # depend mode: an entry is found by the hashes of the source, the headers the compiler's own dependency file
+        # lists (cpp_extension asks g++ and nvcc for one) and the command, never by running the preprocessor. In
+        # ccache's default mode a miss first runs it (`nvcc -E`, host and device: 0.3 of add2.cu's 1.5 s), so a
+        # student's edit, always a miss, paid for it; a comment-only edit now misses too, and compiles
+        CCACHE_DEPEND="1",
     )
     if os.environ.get("LABKIT_CACHE_READONLY") == "1":  # a class's students: read what `make warm` put there
         env["CCACHE_READONLY"] = "1"
