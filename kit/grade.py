@@ -182,6 +182,23 @@ DEFAULT_LIMITS = Limits()
 STOPPED_HINT = "run it in a notebook: does it return?"
 
 
+# the process groups of the graders running now (each in a session of its own, so that a stopped one ends with its
+# compilers): a signal to the class's grading reaches none of them, so its handler ends them (_end_graders)
+_graders = set()
+
+
+def _end_graders(signum, _frame):
+    """SIGTERM or SIGINT (Ctrl-C, `timeout`) to the class's grading: end every grader with it, then die of the signal
+    as without this handler; else the graders, in sessions of their own, would go on compiling and grading."""
+    for pgid in list(_graders):
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+
+
 def grade_student(kit, exercises, limits=DEFAULT_LIMITS, env=None):
     """A student's kit graded in child processes, one exercise after another in teaching order, each within its
     limits (Limits: the exercise, each of its checks, the student). The child reports each check as it finishes; an
@@ -202,6 +219,7 @@ def grade_student(kit, exercises, limits=DEFAULT_LIMITS, env=None):
                     env=env,
                     start_new_session=True,  # its compilers too, to end them all at once
                 )
+            _graders.add(proc.pid)
             t_exercise = t_check = time.monotonic()
             why, consumed, finished, built = None, 0, [], False
             while True:
@@ -232,6 +250,7 @@ def grade_student(kit, exercises, limits=DEFAULT_LIMITS, env=None):
                     proc.wait()
                     break
                 time.sleep(0.2)
+            _graders.discard(proc.pid)
             if todo:
                 name = todo.pop(0)
                 if why:
@@ -256,6 +275,8 @@ def _grade_class(folder, exercises, json_path, jobs=None, limits=DEFAULT_LIMITS)
     env.setdefault("OMP_NUM_THREADS", str(max(1, cores // jobs)))
     students = sorted(d for d in folder.iterdir() if (d / "exercises").is_dir())
     book = {}
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, _end_graders)
     with ThreadPoolExecutor(jobs) as pool:
         running = {pool.submit(grade_student, s, exercises or EXERCISES, limits, env): s for s in students}
         for done in as_completed(running):

@@ -48,9 +48,11 @@ def student(home):
 
 
 def kit_environment(kit, cache, **extra):
-    """A process of `kit` compiling through `cache`, for the CPU, in the kit's own .build/."""
+    """A process of `kit` compiling through `cache`, for the CPU, in the kit's own .build/, its paths hashed relative
+    to its own kit as a student's are (not to the folder above every copy that the suite's own cache uses)."""
     env = dict(os.environ, LABKIT_CACHE_DIR=str(cache), LABKIT_CUDA="0", PYTHONPATH=str(kit), **extra)
     env.pop("LABKIT_BUILD_DIR", None)
+    env.pop("LABKIT_CACHE_BASEDIR", None)
     return env
 
 
@@ -107,6 +109,34 @@ def test_make_warm_fills_the_cache_that_students_only_read(tmp_path):
     _, result, _ = first_call(ada, cache, LABKIT_CACHE_READONLY="1")
     assert result == "[1.0, 3.0, 5.0, 7.0, 9.0, 11.0]"
     assert compiler_cache.stats(cache)["files"] == files  # nothing of ada's went into the cache
+
+
+GRADER_BUILD = """
+import sys
+import torch
+import loader
+from pathlib import Path
+kit = Path(sys.argv[1])
+ops = loader.Ops(kit / "kernels", build_dir=kit / ".build", common=kit / "kernels" / "common")
+print("RESULT", ops.add2(torch.arange(6.0), torch.arange(6.0)).tolist())
+"""
+
+
+def test_the_grader_builds_a_students_kit_from_the_cache(tmp_path):
+    """The instructor's grader builds each student's copy of the kit with the instructor's own loader (kit/grade.py):
+    its compiles find the entries that the student's layout has, every file a hit, none compiled."""
+    cache = tmp_path / "cache"
+    first_call(student(tmp_path / "warm"), cache)  # fills the cache, as make warm does
+    before = compiler_cache.stats(cache)
+    instructor, ada = student(tmp_path / "instructor"), student(tmp_path / "ada")
+    env = kit_environment(instructor, cache, LABKIT_CACHE_READONLY="1")
+    r = subprocess.run(
+        [sys.executable, "-c", GRADER_BUILD, str(ada)], cwd=instructor, env=env, capture_output=True, text=True
+    )
+    assert "RESULT [0.0, 2.0, 4.0, 6.0, 8.0, 10.0]" in r.stdout, r.stdout + r.stderr
+    after = compiler_cache.stats(cache)
+    assert after["misses"] == before["misses"], (before, after)
+    assert after["hits"] >= before["hits"] + 2, (before, after)  # add2.cpp and add2_cpu.cpp
 
 
 def test_warm_without_a_cache_says_so(monkeypatch, capsys):

@@ -67,6 +67,48 @@ def test_a_hung_student_is_stopped_and_the_others_are_graded(tmp_path):
     assert took < 120, f"grading took {took:.0f} s: the hung student held it up?\n{out}"
 
 
+def _processes_naming(text):
+    """The pids of the processes whose command line contains `text`."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and text in (proc / "cmdline").read_bytes().decode(errors="replace"):
+                found.append(int(proc.name))
+        except OSError:  # ended meanwhile
+            pass
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads the processes from /proc (Linux)")
+def test_stopping_the_class_grading_stops_every_grader(tmp_path):
+    """A signal to `kit.grade --class` (Ctrl-C, timeout's SIGTERM) ends the graders too: each runs in a session of its
+    own (to end it with its compilers), which no signal to the grading's own group reaches."""
+    folder = tmp_path / "class"
+    kit = _student(tmp_path / "homes", "cy", edits={EX6: LOOPS})
+    shutil.move(kit, folder / "cy")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "CUDA_VISIBLE_DEVICES": ""}
+    grading = subprocess.Popen(
+        [sys.executable, "-m", "kit.grade", "ex6_time_kernel", "--class", str(folder)],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    mark = str(folder / "cy")
+    deadline = time.monotonic() + 300
+    while not _processes_naming(mark) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    graders = _processes_naming(mark)
+    assert graders, "no grader started"
+    grading.terminate()
+    assert grading.wait(timeout=30) == -15
+    for _ in range(50):
+        if not _processes_naming(mark):
+            break
+        time.sleep(0.1)
+    assert not _processes_naming(mark), "a grader outlived the grading"
+
+
 def test_a_hung_check_fails_alone_and_keeps_the_checks_before_it(tmp_path):
     """ex8 answered, but warp 0's loop over the slots steps only in row 0: the one-row check passes, the several-rows
     check loops forever. The grade keeps the first, fails the second by the check limit, long before the exercise's."""
