@@ -4,6 +4,10 @@ student's op built and loaded. Each exercise's check.py (exercises/<exercise>/ch
 finds the check.py files and runs them.
 """
 
+import contextlib
+import fcntl
+import os
+import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -174,6 +178,84 @@ def calibrated_sleep_cycles(seconds):
     probe = 10_000_000
     t = device_time(lambda: torch.cuda._sleep(probe), flush_l2=False).median
     return int(probe * seconds / t)
+
+
+# -- One GPU, several graders -----------------------------------------------------------------------------------------
+# A class's grading (kit/grade.py --class) checks several students at once on one GPU, and a check that times the
+# GPU (ex2's bandwidth, ex6's 2 ms kernel, ex9's speed) timed the other graders' kernels too: on the H200, 8 graders
+# at once failed correct answers of ex6 and ex9. So the class's grading names a lock file ($LABKIT_GRADE_GPU_LOCK):
+# each grader holds it shared while it checks an exercise (gpu_shared, in kit/grade.py), and a timed part holds it
+# alone (gpu_alone). A turnstile file beside it keeps new exercises from starting while a timed part waits, so the
+# wait is for the exercises in flight (seconds), never for a stream of new ones. Without the variable (one student,
+# `make check`) both are no-ops.
+
+GPU_LOCK = "LABKIT_GRADE_GPU_LOCK"
+ALONE_WAIT = 60.0  # seconds a timed part waits for the GPU alone; a hung grader holds it until its check limit (120 s)
+_lock_files = {}
+
+
+def _gpu_lock_files():
+    path = os.environ.get(GPU_LOCK)
+    if not path:
+        return None
+    if path not in _lock_files:
+        _lock_files[path] = tuple(os.open(p, os.O_RDWR | os.O_CREAT, 0o600) for p in (path, path + ".turnstile"))
+    return _lock_files[path]
+
+
+@contextlib.contextmanager
+def gpu_shared():
+    """Around a grader's checks of one exercise: others may check theirs meanwhile, but not time the GPU."""
+    files = _gpu_lock_files()
+    if files is None:
+        yield
+        return
+    lock, turnstile = files
+    fcntl.flock(turnstile, fcntl.LOCK_SH)  # waits while a timed part waits or runs
+    fcntl.flock(turnstile, fcntl.LOCK_UN)
+    fcntl.flock(lock, fcntl.LOCK_SH)
+    try:
+        yield
+    finally:
+        fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _lock_by(fd, mode, deadline):
+    """flock(fd, mode) if it can be had before the time `deadline` (time.monotonic()); True where it was."""
+    while True:
+        try:
+            fcntl.flock(fd, mode | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.05)
+
+
+@contextlib.contextmanager
+def gpu_alone():
+    """Around a part of a check that times the GPU: yields True once no other grader is on the GPU, or False after
+    ALONE_WAIT seconds without (the check then times anyway, and says so: `shared_note`). Every wait is bounded, as
+    the check's own time limit runs meanwhile: a correct answer must not fail for another student's endless loop."""
+    files = _gpu_lock_files()
+    if files is None:
+        yield True
+        return
+    lock, turnstile = files
+    deadline = time.monotonic() + ALONE_WAIT
+    first = _lock_by(turnstile, fcntl.LOCK_EX, deadline)  # no new exercise starts now, nor another timed part
+    alone = first and _lock_by(lock, fcntl.LOCK_EX, deadline)  # converts this grader's own shared hold
+    try:
+        yield alone
+    finally:
+        fcntl.flock(lock, fcntl.LOCK_SH)  # back to gpu_shared's hold (a failed conversion may have dropped it)
+        if first:
+            fcntl.flock(turnstile, fcntl.LOCK_UN)
+
+
+def shared_note(alone):
+    """What a timed check's detail adds where it could not have the GPU alone."""
+    return "" if alone else f" (timed beside other graders' work: the GPU was not free in {ALONE_WAIT:g} s)"
 
 
 # ------------------------------------------------------------------------------------------------------------------

@@ -131,7 +131,9 @@ def main(argv=None):
             args.jsonl, {"exercise": exercise, "check": result and asdict(result)}
         )
         for name in args.exercises or EXERCISES:
-            _append_line(args.jsonl, check(name, kit=args.kit, quiet=True).to_dict())
+            with checks.gpu_shared():  # a class graded at once: a timed check elsewhere waits for this one to end
+                report = check(name, kit=args.kit, quiet=True)
+            _append_line(args.jsonl, report.to_dict())
         return 0
     if args.solutions:
         args.kit = str(with_solutions(tempfile.mkdtemp(prefix="labkit-solutions-")))
@@ -275,14 +277,20 @@ def _grade_class(folder, exercises, json_path, jobs=None, limits=DEFAULT_LIMITS)
     env.setdefault("OMP_NUM_THREADS", str(max(1, cores // jobs)))
     students = sorted(d for d in folder.iterdir() if (d / "exercises").is_dir())
     book = {}
+    lock = folder / ".gpu.lock"  # the GPU's lock for the timed checks (kit/checks.py), and its turnstile
+    env[checks.GPU_LOCK] = str(lock)
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, _end_graders)
-    with ThreadPoolExecutor(jobs) as pool:
-        running = {pool.submit(grade_student, s, exercises or EXERCISES, limits, env): s for s in students}
-        for done in as_completed(running):
-            name = running[done].name
-            book[name] = done.result()
-            print(f"{name}: {sum(x['passed'] for x in book[name])}/{len(book[name])}", flush=True)
+    try:
+        with ThreadPoolExecutor(jobs) as pool:
+            running = {pool.submit(grade_student, s, exercises or EXERCISES, limits, env): s for s in students}
+            for done in as_completed(running):
+                name = running[done].name
+                book[name] = done.result()
+                print(f"{name}: {sum(x['passed'] for x in book[name])}/{len(book[name])}", flush=True)
+    finally:
+        for path in (lock, Path(f"{lock}.turnstile")):
+            path.unlink(missing_ok=True)
     book = dict(sorted(book.items()))
     if json_path:
         Path(json_path).write_text(json.dumps(book, indent=1) + "\n")

@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -16,7 +17,7 @@ import pytest
 from conftest import ROOT
 
 from hub import classroom, collect
-from kit import grade
+from kit import checks, grade
 
 EX6 = "exercises/ex6_time_kernel/ex6_time_kernel.py"
 LOOPS = "def time_kernel(fn, reps=20):\n    while True:\n        pass\n"  # an endless loop on the CPU path
@@ -107,6 +108,72 @@ def test_stopping_the_class_grading_stops_every_grader(tmp_path):
             break
         time.sleep(0.1)
     assert not _processes_naming(mark), "a grader outlived the grading"
+
+
+HOLD = """
+import sys, time
+from kit import checks
+time.sleep(max(0.0, float(sys.argv[2]) - time.time()))
+with checks.gpu_shared():  # another grader, checking an exercise
+    print("entered", time.time(), flush=True)
+    time.sleep(float(sys.argv[1]))
+    print("left", time.time(), flush=True)
+"""
+
+
+def _grader(seconds, at=0.0):
+    """Another grader's process, holding the GPU shared for `seconds` from the time `at` on, or once it can; its
+    lines say when."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(seconds), str(at)], cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True
+    )
+
+
+def test_a_timed_check_waits_until_no_other_grader_is_on_the_gpu(tmp_path, monkeypatch):
+    monkeypatch.setenv(checks.GPU_LOCK, str(tmp_path / "gpu.lock"))
+    other = _grader(2)
+    assert other.stdout.readline().startswith("entered")
+    with checks.gpu_shared(), checks.gpu_alone() as alone:  # this grader's exercise, then its timed part
+        timed_from = time.time()
+    left = float(other.stdout.readline().split()[1])
+    assert alone and timed_from >= left, (timed_from, left)
+    other.wait()
+
+
+def test_no_exercise_starts_while_a_timed_check_waits_or_runs(tmp_path, monkeypatch):
+    """The turnstile: a grader that begins an exercise after a timed check began to wait comes in after it, or a
+    stream of new exercises could keep the timed check waiting for ever."""
+    monkeypatch.setenv(checks.GPU_LOCK, str(tmp_path / "gpu.lock"))
+    first = _grader(8)
+    assert first.stdout.readline().startswith("entered")
+    later = _grader(0, at=time.time() + 3)  # begins an exercise while `first` still holds the GPU shared
+    times = {}
+
+    def timed_check():
+        with checks.gpu_shared(), checks.gpu_alone():
+            times["from"] = time.time()
+            time.sleep(1)
+            times["to"] = time.time()
+
+    waiting = threading.Thread(target=timed_check)
+    waiting.start()  # waits for `first` from now on; `later` comes while it waits
+    entered = float(later.stdout.readline().split()[1])
+    waiting.join()
+    assert entered >= times["to"], (entered, times)
+    first.wait(), later.wait()
+
+
+def test_a_timed_check_that_cannot_have_the_gpu_alone_says_so(tmp_path, monkeypatch):
+    monkeypatch.setenv(checks.GPU_LOCK, str(tmp_path / "gpu.lock"))
+    monkeypatch.setattr(checks, "ALONE_WAIT", 0.5)
+    hung = _grader(60)  # a grader whose check hangs: its own limit ends it, not this one's wait
+    assert hung.stdout.readline().startswith("entered")
+    with checks.gpu_shared(), checks.gpu_alone() as alone:
+        pass
+    hung.kill()
+    hung.wait()
+    assert not alone and "the GPU was not free in 0.5 s" in checks.shared_note(alone)
 
 
 def test_a_hung_check_fails_alone_and_keeps_the_checks_before_it(tmp_path):
