@@ -5,7 +5,8 @@
 #
 #   bash scripts/gpu_session.sh [doctor] [loader] [tests] [bench] [timing] [debug] [multi] [variants] [class]
 #   (no argument: all but multi, variants and class; variants: scripts/experiment_matmul_variants.py into $R; class:
-#   scripts/measure_class.py, a class of 30 on this machine, into $R/class.json)
+#   scripts/measure_class.py, a class of 30 on this machine, into $R/class.json; its hand-out is git's HEAD, so
+#   commit what is to be measured: the device tool's copy of a checkout has the last commit that landed as its HEAD)
 #   TESTS="tests/test_elu.py ..." limits the tests step (its log is then pytest-<first file>.log); WORKERS=8 is how many
 #   pytest-xdist workers run the tests (where xdist is installed); each step is
 #   stopped after STEP_TIMEOUT seconds (default 540) so the results of the others still come back.
@@ -72,7 +73,7 @@ for step in $STEPS; do
         timing) if [ -f kit/record_timing.py ]; then $T $PY -m kit.record_timing > "$R/timing.log" 2>&1 || rc=1; tail -n 15 "$R/timing.log"; fi ;;
         variants) OUT="$R" $T $PY scripts/experiment_matmul_variants.py > "$R/matmul-variants.log" 2>&1 || rc=1
                 tail -n 8 "$R/matmul-variants.log" ;;
-        class)  OUT="$R" $T $PY scripts/measure_class.py > "$R/class.log" 2>&1 || rc=1  # ~10 min with grading
+        class)  OUT="$R" $T $PY scripts/measure_class.py > "$R/class.log" 2>&1 || rc=1  # ~5 min with grading
                 grep -v "^\[labkit\]" "$R/class.log" | tail -n 30 ;;
         multi)  $T $PY -m kit.devices > "$R/multi_gpu.log" 2>&1 || rc=1; tail -n 10 "$R/multi_gpu.log" ;;
         debug)  $T $PY -m kit.record_debug > "$R/debug.log" 2>&1 || rc=1; grep -E "^(--|wrote)" "$R/debug.log" | cut -c1-160 ;;
