@@ -194,12 +194,17 @@ ALONE_WAIT = 60.0  # seconds a timed part waits for the GPU alone; a hung grader
 _lock_files = {}
 
 
+def gpu_lock_paths(lock):
+    """The files of the GPU's lock named `lock`: the lock and its turnstile."""
+    return Path(lock), Path(f"{lock}.turnstile")
+
+
 def _gpu_lock_files():
     path = os.environ.get(GPU_LOCK)
     if not path:
         return None
     if path not in _lock_files:
-        _lock_files[path] = tuple(os.open(p, os.O_RDWR | os.O_CREAT, 0o600) for p in (path, path + ".turnstile"))
+        _lock_files[path] = tuple(os.open(p, os.O_RDWR | os.O_CREAT, 0o600) for p in gpu_lock_paths(path))
     return _lock_files[path]
 
 

@@ -277,7 +277,7 @@ def _grade_class(folder, exercises, json_path, jobs=None, limits=DEFAULT_LIMITS)
     env.setdefault("OMP_NUM_THREADS", str(max(1, cores // jobs)))
     students = sorted(d for d in folder.iterdir() if (d / "exercises").is_dir())
     book = {}
-    lock = folder / ".gpu.lock"  # the GPU's lock for the timed checks (kit/checks.py), and its turnstile
+    lock = folder / ".gpu.lock"  # the GPU's lock for the timed checks (kit/checks.py)
     env[checks.GPU_LOCK] = str(lock)
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, _end_graders)
@@ -289,7 +289,7 @@ def _grade_class(folder, exercises, json_path, jobs=None, limits=DEFAULT_LIMITS)
                 book[name] = done.result()
                 print(f"{name}: {sum(x['passed'] for x in book[name])}/{len(book[name])}", flush=True)
     finally:
-        for path in (lock, Path(f"{lock}.turnstile")):
+        for path in checks.gpu_lock_paths(lock):
             path.unlink(missing_ok=True)
     book = dict(sorted(book.items()))
     if json_path:

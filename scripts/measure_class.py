@@ -175,9 +175,9 @@ def main():
         path.write_text(json.dumps(out, indent=1) + "\n")
 
     # the hand-out is git's HEAD (hub/classroom.py), as a hub's is: what is not committed is not measured
-    git = lambda *a: subprocess.run(["git", "-C", str(ROOT), *a], capture_output=True, text=True).stdout.strip()  # noqa: E731
-    out["handout_commit"] = git("rev-parse", "--short", "HEAD")
-    out["uncommitted_changes"] = bool(git("status", "--porcelain", "--untracked-files=no"))
+    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    out["handout_commit"] = head.stdout.strip()
+    out["uncommitted_changes"] = bool(classroom.changed_files(ROOT))
     if out["uncommitted_changes"]:
         print(f"measure_class: the hand-out is HEAD ({out['handout_commit']}): changes not committed are not measured")
     with tempfile.TemporaryDirectory(prefix="labkit-class-") as tmp:
