@@ -36,7 +36,8 @@ F32_VERSIONS = ["naive", "coalesced", "smem", "reg1d", "reg2d", "vec", "warptile
 HOPPER_VERSIONS = ["wgmma", "warpspec", "wide", "persistent", "tall"]
 # Single rows and columns, every edge of the 128 x 128, 128 x 256 and 256 x 128 tiles, K shorter than one 64-deep
 # slot and longer than the ring, 153 tiles of 128 x 256 (more than an H200's 132 SMs, so the persistent kernels'
-# blocks take a second tile), and K or N no multiple of 8 (TMA cannot read such rows: the binding pads a copy)
+# blocks take a second tile), K or N no multiple of 8 (TMA cannot read such rows: the binding pads a copy), and an
+# odd N over several tiles (odd rows of C store their pairs one column on, across each tile's edges)
 HOPPER_SHAPES = [
     (1, 8, 8),
     (7, 64, 16),
@@ -50,6 +51,7 @@ HOPPER_SHAPES = [
     (1, 1, 1),
     (33, 257, 130),
     (129, 131, 1000),
+    (301, 385, 203),
 ]
 
 

@@ -1,6 +1,9 @@
 // matmul.cpp: the binding of matmul: checks a and b, makes them contiguous, calls the torch-free kernels in
 // matmul_cpu.cpp / matmul.cu, and registers them as labkit::matmul and labkit::matmul_version (schemas in
 // op.py). The gradient is here too, in C++, and is itself two matmuls.
+#include <array>
+#include <tuple>
+
 #include "autograd.h"
 #include "binding.h"
 #include "matmul.h"
@@ -85,24 +88,31 @@ TORCH_LIBRARY_IMPL(labkit, Autograd, m) { m.impl("matmul", &matmul_autograd_impl
 // CUDA: the guard makes a's GPU current; launches go to its current stream.
 #ifdef LABKIT_WITH_CUDA
 
-// m as TMA can read it: rows of consecutive elements, a multiple of 16 bytes apart, from a 16-byte-aligned start.
-// m itself where it is so (a slice of a wider matrix included: its rows keep their stride), else one copy whose rows
-// are padded to a multiple of 64 elements (128 bytes: TMA reads rows that start on a 128-byte line ~10% faster than
-// rows only 16 bytes aligned, measured on an H200 at 4093 x 4097): its first m.size(1) columns are m's, the rest
-// never read (a tensor map's edge is the true width; it reads zeros past it). Rows of consecutive elements are
-// copied by matmul_pad_rows, in 16-byte pieces; others (a transposed view) by torch's copy_.
-static at::Tensor tma_readable(const at::Tensor& m) {
-    const int64_t cols = m.size(1);
-    const bool plain_rows = (m.stride(1) == 1 || cols == 1) && m.stride(0) >= cols;  // each row consecutive
-    if (plain_rows && matmul_tma_readable(m.data_ptr(), m.stride(0))) return m;
-    at::Tensor padded = at::empty({m.size(0), (cols + 63) / 64 * 64}, m.options());
-    if (plain_rows) {
-        check_launch("matmul_pad_rows_kernel", matmul_pad_rows(padded.data_ptr(), padded.stride(0), m.data_ptr(),
-                                                               m.stride(0), m.size(0), cols, current_stream()));
-    } else {
-        padded.narrow(1, 0, cols).copy_(m);
+// a and b as TMA can read them: rows of consecutive elements, a multiple of 16 bytes apart, from a 16-byte-aligned
+// start. Each itself where it is so (a slice of a wider matrix included: its rows keep their stride), else one copy
+// whose rows are padded to a multiple of 64 elements (128 bytes: TMA reads rows that start on a 128-byte line ~10%
+// faster than rows only 16 bytes aligned, measured on an H200 at 4093 x 4097): its first m.size(1) columns are m's,
+// the rest never read (a tensor map's edge is the true width; it reads zeros past it). Rows of consecutive elements
+// are copied by matmul_pad_rows, a's and b's in one launch, in 16-byte pieces; others (a transposed view) by torch's
+// copy_.
+static std::pair<at::Tensor, at::Tensor> tma_readable(const at::Tensor& a, const at::Tensor& b) {
+    std::array<at::Tensor, 2> out = {a, b};
+    std::array<MatmulPadJob, 2> jobs{};
+    int count = 0;
+    for (at::Tensor& m : out) {
+        const int64_t cols = m.size(1);
+        const bool plain_rows = (m.stride(1) == 1 || cols == 1) && m.stride(0) >= cols;  // each row consecutive
+        if (plain_rows && matmul_tma_readable(m.data_ptr(), m.stride(0))) continue;
+        at::Tensor padded = at::empty({m.size(0), (cols + 63) / 64 * 64}, m.options());
+        if (plain_rows) {
+            jobs[count++] = {padded.data_ptr(), padded.stride(0), m.data_ptr(), m.stride(0), m.size(0), cols};
+        } else {
+            padded.narrow(1, 0, cols).copy_(m);
+        }
+        m = padded;
     }
-    return padded;
+    if (count > 0) check_launch("matmul_pad_rows_kernel", matmul_pad_rows(jobs.data(), count, current_stream()));
+    return {out[0], out[1]};
 }
 
 static at::Tensor matmul_cuda_run(DType dtype, const at::Tensor& a, const at::Tensor& b, int version) {
@@ -114,8 +124,7 @@ static at::Tensor matmul_cuda_run(DType dtype, const at::Tensor& a, const at::Te
     if (version == kMatmulFast) version = matmul_fast_version(dtype, M, N, a.get_device());
     at::Tensor ac, bc;
     if (matmul_is_hopper(version)) {  // TMA reads the matrices where they are, if it can
-        ac = tma_readable(a);
-        bc = tma_readable(b);
+        std::tie(ac, bc) = tma_readable(a, b);
     } else {  // the other kernels walk rows of exactly K and N elements
         ac = a.contiguous();
         bc = b.contiguous();

@@ -47,11 +47,17 @@ bool matmul_hopper_available(int device);
 // apart, and a 16-byte-aligned start. The binding copies an input that it cannot read into one it can (rows padded
 // to 8 elements).
 bool matmul_tma_readable(const void* p, int64_t row_stride);
-// Copy a rows x cols matrix of 16-bit elements whose rows are ld_src elements apart (each row contiguous; any
-// 2-byte alignment) into dst, whose rows are ld_dst apart (a multiple of 8, dst 16-byte aligned): what TMA can read.
-// dst's columns past cols, up to the next multiple of 8, get unspecified values.
-cudaError_t matmul_pad_rows(void* dst, int64_t ld_dst, const void* src, int64_t ld_src, int64_t rows, int64_t cols,
-                            cudaStream_t stream);
+// One copy for matmul_pad_rows: a rows x cols matrix of 16-bit elements whose rows are ld_src elements apart (each
+// row contiguous; any 2-byte alignment) into dst, whose rows are ld_dst apart (a multiple of 8, dst 16-byte aligned):
+// what TMA can read. dst's columns past cols, up to the next multiple of 8, get unspecified values.
+struct MatmulPadJob {
+    void* dst;
+    int64_t ld_dst;
+    const void* src;
+    int64_t ld_src, rows, cols;
+};
+// The copies jobs[0 .. count - 1] (count 1 or 2: A's and B's), in one launch.
+cudaError_t matmul_pad_rows(const MatmulPadJob* jobs, int count, cudaStream_t stream);
 // Which of versions 9-12 suits an M x N output on `device`: the one whose tiles fill its SMs best.
 int matmul_hopper_choice(int64_t M, int64_t N, int device);
 // C = A @ B with version 8-12 (matmul_hopper.cu), 16-bit dtypes only, A's rows lda elements apart and B's ldb
