@@ -490,6 +490,28 @@ def test_plausible_wrong_answer_fails_the_check_meant_for_it(solved, exercise, f
     assert any(c.startswith(check) for c in failed), f"expected {check!r} to fail:\n{report}"
 
 
+def test_a_ring_the_model_finds_wrong_never_runs_on_the_gpu(solved):
+    """Exercise 11's kernel with a wrong ring can do worse than deadlock: with slot i % 2 its producer arrives twice in
+    one phase of a barrier, and on an H200 the kernel died with "unspecified launch failure", ending CUDA for the
+    grading process (a notebook's kernel, or every later exercise of the test worker). So the GPU part runs only for
+    a ring the CPU model passes, and says why it did not run."""
+    path = solved[0] / "exercises" / "ex11_wgmma_ring" / "ex11_wgmma_ring.h"
+    original = path.read_text()
+    assert "RingStep{int(i % stages)" in original
+    try:
+        path.write_text(original.replace("RingStep{int(i % stages)", "RingStep{int(i % 2)", 1))
+        touch(path)
+        report = grade.check("ex11_wgmma_ring", kit=solved[0], quiet=True)
+    finally:
+        path.write_text(original)
+        touch(path)
+    gpu = [r for r in report.results if r.check.startswith("the lesson's wgmma kernel")]
+    assert len(gpu) == 1 and gpu[0].status == "skip", str(report)
+    assert "the CPU model above found the ring wrong" in gpu[0].detail, str(report)
+    if HAS_CUDA:
+        assert float(torch.ones(4, device="cuda").sum()) == 4.0  # CUDA still works in this process
+
+
 # (exercise, file in exercises/, text of the solution, wrong answer, words the hint must hold): a hint names the
 # mistake actually made
 HINTED = [
