@@ -184,7 +184,8 @@ def calibrated_sleep_cycles(seconds):
 # A class's grading (kit/grade.py --class) checks several students at once on one GPU, and a check that times the
 # GPU (ex2's bandwidth, ex6's 2 ms kernel, ex9's speed) timed the other graders' kernels too: on the H200, 8 graders
 # at once failed correct answers of ex6 and ex9. So the class's grading names a lock file ($LABKIT_GRADE_GPU_LOCK):
-# each grader holds it shared while it checks an exercise (gpu_shared, in kit/grade.py), and a timed part holds it
+# each grader holds it shared while it checks an exercise, after building it (gpu_shared, in kit/grade.py: a build
+# needs no GPU, so a timed part never waits for one), and a timed part holds it
 # alone (gpu_alone). A turnstile file beside it keeps new exercises from starting while a timed part waits, so the
 # wait is for the exercises in flight (seconds), never for a stream of new ones. Without the variable (one student,
 # `make check`) both are no-ops.

@@ -11,6 +11,7 @@ no GPU. For an instructor:
 """
 
 import argparse
+import contextlib
 import importlib.util
 import json
 import os
@@ -56,6 +57,16 @@ def _ops_for(kit):
     if kit not in _ops_cache:
         _ops_cache[kit] = exercise_ops(kit, build_dir=None if kit == loader.ROOT else kit / ".build")
     return _ops_cache[kit]
+
+
+def _built(kit, name):
+    """Build (and load) exercise `name` of a kit, as its check would first; whether that worked (check() reports
+    why not)."""
+    try:
+        getattr(_ops_for(Path(kit or loader.ROOT).resolve()), name).refresh()
+        return True
+    except (loader.CompileError, loader.LoadError, AttributeError):
+        return False
 
 
 def check(*names, kit=None, quiet=False):
@@ -131,7 +142,9 @@ def main(argv=None):
             args.jsonl, {"exercise": exercise, "check": result and asdict(result)}
         )
         for name in args.exercises or EXERCISES:
-            with checks.gpu_shared():  # a class graded at once: a timed check elsewhere waits for this one to end
+            # a class graded at once: a timed check elsewhere waits for this exercise's checks to end, but not for its
+            # build, which needs no GPU (a failed build runs no check on it, so it takes no hold either)
+            with checks.gpu_shared() if _built(args.kit, name) else contextlib.nullcontext():
                 report = check(name, kit=args.kit, quiet=True)
             _append_line(args.jsonl, report.to_dict())
         return 0

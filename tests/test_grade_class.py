@@ -164,6 +164,40 @@ def test_no_exercise_starts_while_a_timed_check_waits_or_runs(tmp_path, monkeypa
     first.wait(), later.wait()
 
 
+def test_a_grader_builds_while_a_timed_check_has_the_gpu(tmp_path):
+    """A build needs no GPU: a grader compiles its exercise while a timed check elsewhere holds the GPU alone, and
+    waits only to run its checks. (With the build inside the grader's shared hold, every timed check of a class
+    waited for the other graders' compiles too.)"""
+    import fcntl
+
+    kit = _student(tmp_path / "homes", "ada", solved=["ex1_add2_tail"])
+    lock = tmp_path / "gpu.lock"
+    out = tmp_path / "out.jsonl"
+    files = [os.open(p, os.O_RDWR | os.O_CREAT, 0o600) for p in checks.gpu_lock_paths(lock)]
+    for fd in reversed(files):  # the turnstile, then the lock: a timed check that has the GPU
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    grader = subprocess.Popen(
+        [sys.executable, "-m", "kit.grade", "--jsonl", str(out), "--kit", str(kit), "ex1_add2_tail"],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "CUDA_VISIBLE_DEVICES": "", checks.GPU_LOCK: str(lock)},
+    )
+    try:
+        deadline = time.time() + 150  # a cold build of ex1 takes ~20 s on 2 cores
+        while not list((kit / ".build").rglob("labkit_ex1_add2_tail*.so")) and time.time() < deadline:
+            assert grader.poll() is None, "the grader ended while the GPU was held"
+            time.sleep(0.2)
+        assert list((kit / ".build").rglob("labkit_ex1_add2_tail*.so")), "no build while the GPU was held"
+        time.sleep(1)
+        assert not out.exists() or '"results"' not in out.read_text(), "checked while the GPU was held"
+    finally:
+        for fd in files:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+    assert grader.wait(timeout=300) == 0
+    (report,) = [json.loads(line) for line in out.read_text().splitlines() if '"results"' in line]
+    assert report["exercise"] == "ex1_add2_tail" and not report["failed"], report
+
+
 def test_a_timed_check_that_cannot_have_the_gpu_alone_says_so(tmp_path, monkeypatch):
     monkeypatch.setenv(checks.GPU_LOCK, str(tmp_path / "gpu.lock"))
     monkeypatch.setattr(checks, "ALONE_WAIT", 0.5)
