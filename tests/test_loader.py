@@ -4,6 +4,7 @@ import fcntl
 import json
 import os
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -252,21 +253,101 @@ OP_NAMES = sorted(p.parent.name for p in (ROOT / "kernels").glob("*/op.py"))
 EXERCISE_OPS = sorted(p.parent.name for p in (ROOT / "exercises").glob("*/op.py"))
 
 
-@pytest.mark.skipif(_can_compile_cuda() is not None, reason=f"cannot compile CUDA here: {_can_compile_cuda()}")
-@pytest.mark.parametrize("op", OP_NAMES + EXERCISE_OPS)
-def test_every_op_compiles_for_cuda(op, tmp_path):
-    """Where nvcc and a CUDA torch exist (with or without a GPU), every op's CUDA build compiles and loads, the
-    exercises' stubs too. Without a GPU for sm_90a, Hopper's own target, so that the wgmma kernels compile too."""
+# Where nvcc and a CUDA torch exist (with or without a GPU), every op's CUDA build must compile: on a machine without a
+# GPU for sm_90a, Hopper's own target, so that the wgmma kernels compile too. One op (add2) goes through the loader
+# end to end (compile, link, the library); the others' files are compiled with the very commands it used, read from
+# its build.ninja, with each op's own flags. The bindings all parse torch's headers (~12 of the ~20 s a binding takes
+# on 2 cores), so they are checked as one translation unit, each op's in a namespace of its own: the headers are
+# parsed once, not once an op.
+CUDA_HERE = pytest.mark.skipif(
+    _can_compile_cuda() is not None, reason=f"cannot compile CUDA here: {_can_compile_cuda()}"
+)
+
+
+def _op_front(op):
+    return getattr(ops, op) if op in OP_NAMES else getattr(Ops(loader.EXERCISES, common=loader.COMMON), op)
+
+
+@pytest.fixture(scope="module")
+def cuda_build(tmp_path_factory):
+    """add2's CUDA build by the loader in a child (its build folder), and its build.ninja's variables."""
     arch = os.environ.get("TORCH_CUDA_ARCH_LIST") or ("" if HAS_CUDA else "9.0a")
-    where = "" if op in OP_NAMES else ", kernels_dir=loader.EXERCISES, common=loader.COMMON"
     r = run_python(
-        f"import loader; print(loader.build({op!r}, cuda=True{where}))",
-        env={"LABKIT_BUILD_DIR": str(tmp_path), **({"TORCH_CUDA_ARCH_LIST": arch} if arch else {})},
+        "import loader; print(loader.build('add2', cuda=True))",
+        env={
+            "LABKIT_BUILD_DIR": str(tmp_path_factory.mktemp("cuda")),
+            **({"TORCH_CUDA_ARCH_LIST": arch} if arch else {}),
+        },
     )
     assert r.returncode == 0, r.stdout + r.stderr
     build_dir = Path(r.stdout.strip().splitlines()[-1])
+    return build_dir, dict(re.findall(r"^(\w+) = (.*)$", (build_dir / "build.ninja").read_text(), re.M))
+
+
+def _command(ninja, compiler, flags, op, nvcc):
+    """add2's compile command from its build.ninja, for `op`: its extension name and its own flags in add2's place."""
+    base = shlex.split(ninja[flags])
+    add2 = ops.add2.flags(cuda=True, nvcc=nvcc)
+    assert base[len(base) - len(add2) :] == add2, (base, add2)  # the loader's flags end the list
+    base = [f.replace("labkit_add2", f"labkit_{op}") for f in base[: len(base) - len(add2)]]
+    return shlex.split(ninja[compiler]) + base + _op_front(op).flags(cuda=True, nvcc=nvcc)
+
+
+@CUDA_HERE
+def test_a_cuda_build_compiles_and_links_through_the_loader(cuda_build):
+    build_dir, _ = cuda_build
     assert list(build_dir.glob("*.cuda.o")), "no .cu file was compiled"
-    assert (build_dir / f"labkit_{op}.so").exists()
+    assert (build_dir / "labkit_add2.so").exists()
+
+
+@CUDA_HERE
+@pytest.mark.parametrize("op", OP_NAMES + EXERCISE_OPS)
+def test_every_kernel_file_compiles_for_cuda(op, cuda_build, tmp_path):
+    """Each .cu file with nvcc as the loader runs it, and each torch-free .cpp with the CUDA build's flags."""
+    _, ninja = cuda_build
+    folder = Path(_op_front(op).op.folder)
+    for source in sorted(folder.glob("*.cu")):
+        cmd = _command(ninja, "nvcc", "cuda_cflags", op, nvcc=True) + shlex.split(ninja.get("cuda_post_cflags", ""))
+        r = subprocess.run([*cmd, "-c", str(source), "-o", str(tmp_path / "k.o")], capture_output=True, text=True)
+        assert r.returncode == 0, f"{source}:\n{r.stdout}{r.stderr}"
+    for source in sorted(folder.glob("*.cpp")):
+        if '"binding.h"' not in source.read_text():  # a kernel file; bindings: the test below
+            r = subprocess.run(
+                [*_command(ninja, "cxx", "cflags", op, nvcc=False), "-fsyntax-only", str(source)],
+                capture_output=True,
+                text=True,
+            )
+            assert r.returncode == 0, f"{source}:\n{r.stdout}{r.stderr}"
+
+
+@CUDA_HERE
+def test_every_binding_compiles_for_cuda(cuda_build, tmp_path):
+    """Every op's binding files (those that include binding.h) with the CUDA build's flags, as one translation unit:
+    first every system header any of them reaches and kernels/common's headers, then each op's files inside a
+    namespace of its own (their includes of what is already in are then skipped)."""
+    _, ninja = cuda_build
+    folders = [Path(_op_front(op).op.folder) for op in OP_NAMES + EXERCISE_OPS]
+    headers = sorted(
+        {
+            line.strip()
+            for folder in folders + [ROOT / "kernels" / "common", ROOT / "kernels" / "matmul"]
+            for path in [*folder.glob("*.h"), *folder.glob("*.cpp")]
+            for line in path.read_text().splitlines()
+            if re.match(r"\s*#include <", line)
+        }
+    )
+    shared = [f'#include "{h.name}"' for h in sorted((ROOT / "kernels" / "common").glob("*.h"))]  # several ops' own
+    unit = [*headers, *shared]
+    count = 0
+    for folder in folders:
+        bindings = [p for p in sorted(folder.glob("*.cpp")) if '"binding.h"' in p.read_text()]
+        count += len(bindings)
+        unit += [f"namespace labkit_check_{folder.name} {{"] + [f'#include "{p}"' for p in bindings] + ["}"]
+    assert count >= len(folders) - 2, "fewer bindings than ops"  # ex3 (CPU alone) and ex6 (Python) have none
+    (tmp_path / "bindings.cpp").write_text("\n".join(unit) + "\n")
+    cmd = _command(ninja, "cxx", "cflags", "add2", nvcc=False)  # no op has CXX_FLAGS of its own
+    r = subprocess.run([*cmd, "-fsyntax-only", str(tmp_path / "bindings.cpp")], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr[-6000:]
 
 
 @pytest.mark.skipif(_can_compile_cuda() is not None, reason=f"cannot compile CUDA here: {_can_compile_cuda()}")
