@@ -66,12 +66,27 @@ def first_call(kit, cache, timeout=600, **extra):
     return float(lines["SECONDS"]), lines["RESULT"], r.stdout + r.stderr
 
 
-def test_a_second_student_builds_from_the_cache_and_an_edit_stays_with_its_editor(tmp_path):
-    cache = tmp_path / "cache"
-    cold, result, _ = first_call(student(tmp_path / "alice"), cache)
+@pytest.fixture(scope="module")
+def filled_cache(tmp_path_factory):
+    """(a cache, the seconds it took): the cache that one student's first call of add2 filled, compiling every file
+    (misses), as a class's cache is once one student or `make warm` built the op. Tests copy it (copied_cache), so
+    that each of them does not compile add2 cold again (~20 s on 2 cores)."""
+    root = tmp_path_factory.mktemp("filled")
+    cold, result, _ = first_call(student(root / "alice"), root / "cache")
     assert result == "[0.0, 2.0, 4.0, 6.0, 8.0, 10.0]"
-    cold_stats = compiler_cache.stats(cache)
-    assert cold_stats["misses"] >= 2 and cold_stats["files"] > 0
+    stats = compiler_cache.stats(root / "cache")
+    assert stats["misses"] >= 2 and stats["files"] > 0, stats
+    return root / "cache", cold
+
+
+def copied_cache(filled_cache, to):
+    shutil.copytree(filled_cache[0], to)
+    return to
+
+
+def test_a_second_student_builds_from_the_cache_and_an_edit_stays_with_its_editor(tmp_path, filled_cache):
+    cache = copied_cache(filled_cache, tmp_path / "cache")  # alice built add2 into it
+    cold = filled_cache[1]
     bob = student(tmp_path / "bob")
     warm, result, out = first_call(bob, cache)
     assert result == "[0.0, 2.0, 4.0, 6.0, 8.0, 10.0]"
@@ -122,11 +137,10 @@ print("RESULT", ops.add2(torch.arange(6.0), torch.arange(6.0)).tolist())
 """
 
 
-def test_the_grader_builds_a_students_kit_from_the_cache(tmp_path):
+def test_the_grader_builds_a_students_kit_from_the_cache(tmp_path, filled_cache):
     """The instructor's grader builds each student's copy of the kit with the instructor's own loader (kit/grade.py):
     its compiles find the entries that the student's layout has, every file a hit, none compiled."""
-    cache = tmp_path / "cache"
-    first_call(student(tmp_path / "warm"), cache)  # fills the cache, as make warm does
+    cache = copied_cache(filled_cache, tmp_path / "cache")  # filled by a student's copy, as make warm fills it
     before = compiler_cache.stats(cache)
     instructor, ada = student(tmp_path / "instructor"), student(tmp_path / "ada")
     env = kit_environment(instructor, cache, LABKIT_CACHE_READONLY="1")
@@ -146,9 +160,8 @@ def test_warm_without_a_cache_says_so(monkeypatch, capsys):
     assert warm.main() == 2 and "LABKIT_CACHE_DIR is not set" in capsys.readouterr().out
 
 
-def test_a_corrupt_cache_is_compiled_past(tmp_path):
-    cache = tmp_path / "cache"
-    first_call(student(tmp_path / "alice"), cache)
+def test_a_corrupt_cache_is_compiled_past(tmp_path, filled_cache):
+    cache = copied_cache(filled_cache, tmp_path / "cache")
     entries = [p for p in cache.rglob("*") if p.is_file() and p.suffix not in (".conf",) and p.name != "stats"]
     assert entries
     for p in entries:  # every entry garbled in place, same size
