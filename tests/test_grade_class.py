@@ -198,6 +198,32 @@ def test_a_grader_builds_while_a_timed_check_has_the_gpu(tmp_path):
     assert report["exercise"] == "ex1_add2_tail" and not report["failed"], report
 
 
+def test_an_exercise_without_an_op_is_checked_under_the_gpu_lock(tmp_path):
+    """ex6 (Python, nothing to build) still checks inside the shared hold: none of its checks runs while a timed
+    check elsewhere has the GPU."""
+    import fcntl
+
+    kit = _student(tmp_path / "homes", "ada", solved=["ex6_time_kernel"])
+    lock, out = tmp_path / "gpu.lock", tmp_path / "out.jsonl"
+    files = [os.open(p, os.O_RDWR | os.O_CREAT, 0o600) for p in checks.gpu_lock_paths(lock)]
+    for fd in reversed(files):
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    grader = subprocess.Popen(
+        [sys.executable, "-m", "kit.grade", "--jsonl", str(out), "--kit", str(kit), "ex6_time_kernel"],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "CUDA_VISIBLE_DEVICES": "", checks.GPU_LOCK: str(lock)},
+    )
+    try:
+        time.sleep(8)  # a Python start and torch's import, then the check would begin
+        assert grader.poll() is None and not (out.exists() and out.read_text().strip()), "checked while held"
+    finally:
+        for fd in files:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+    assert grader.wait(timeout=300) == 0
+    assert any('"results"' in line for line in out.read_text().splitlines())
+
+
 def test_a_timed_check_that_cannot_have_the_gpu_alone_says_so(tmp_path, monkeypatch):
     monkeypatch.setenv(checks.GPU_LOCK, str(tmp_path / "gpu.lock"))
     monkeypatch.setattr(checks, "ALONE_WAIT", 0.5)
