@@ -49,6 +49,8 @@ for step in $STEPS; do
                 # tests that time the GPU (marked exclusive_gpu: other tests' kernels would skew them)
                 XDIST=""; $PY -c "import xdist" 2>/dev/null && XDIST="-n ${WORKERS:-8} --dist loadgroup"
                 export LABKIT_EXECUTED_NOTEBOOKS=/tmp/executed
+                # each failure's traceback as it happens (tests/conftest.py): a step stopped at its limit keeps them
+                export LABKIT_FAILURE_LOG="$R/failures$TAG.log"; rm -f "$LABKIT_FAILURE_LOG"
                 if [ -n "$XDIST" ]; then
                     # -v: each test's result is logged as it ends, so a step stopped at its time limit still
                     # says which tests passed and which were still running

@@ -1,5 +1,6 @@
 """Shared test setup: the repo on sys.path, the `cuda` and `gpu2` markers (skipped, with the reason, where
-the hardware is missing), and helpers to run a copy of the kit in a subprocess."""
+the hardware is missing), helpers to run a copy of the kit in a subprocess, and a log of failures as they happen
+($LABKIT_FAILURE_LOG)."""
 
 import os
 import re
@@ -58,6 +59,17 @@ def pytest_configure(config):
         "exclusive_gpu: times the GPU, so no other test may use it meanwhile "
         "(run apart from a parallel run: scripts/gpu_session.sh)",
     )
+
+
+def pytest_runtest_logreport(report):
+    """Where $LABKIT_FAILURE_LOG names a file, each failure's traceback is added to it as the failure happens, not in
+    the summary at the end: a run stopped at its time limit (scripts/gpu_session.sh's steps on a device machine, whose
+    calls end at 10 minutes) still says why its tests failed. Written by the process that reports (xdist's controller,
+    not its workers, which report the same failure to it)."""
+    path = os.environ.get("LABKIT_FAILURE_LOG")
+    if path and report.failed and not os.environ.get("PYTEST_XDIST_WORKER"):
+        with open(path, "a") as f:
+            f.write(f"== {report.nodeid} ({report.when})\n{report.longreprtext}\n\n")
 
 
 def pytest_report_header(config):
