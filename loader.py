@@ -33,7 +33,7 @@ from pathlib import Path
 
 import torch
 
-from building import compiler_cache, say_once, watch
+from building import compiler_cache, precompiled_header, say_once, watch
 from building.compile_errors import CompileError, LoadError
 from building.environment import (
     COMMON,
@@ -323,6 +323,10 @@ class _Op:
         if cxx is None and note:
             raise RuntimeError(f"{self.name}: {note}; install g++ or set CXX to a working C++ compiler")
         cache_env = compiler_cache.build_environment(cxx, kit=self.folder.resolve().parent.parent)
+        # the bindings' precompiled header, first on the include path (building/precompiled_header.py); an op.py
+        # with compiler flags of its own goes without
+        own_flags = getattr(self._mod, "CXX_FLAGS", []) if self._mod else []
+        pch = None if own_flags else precompiled_header.folder(self.common, cxx, self.flags(cuda), cuda)
         with _build_lock(build_dir, self.name), _environ(**{"CXX": cxx, **cache_env}):
             # load() keeps a per-process version per name and renames the module when sources change;
             # forgetting it keeps the name (and every file's flags) fixed, so ninja rebuilds only what changed
@@ -333,7 +337,7 @@ class _Op:
                     sources=self.sources(cuda),
                     extra_cflags=self.flags(cuda),
                     extra_cuda_cflags=self.flags(cuda, nvcc=True),
-                    extra_include_paths=[str(self.common)],
+                    extra_include_paths=[str(p) for p in (pch, self.common) if p],
                     extra_ldflags=[f for f in [fast_linker(cxx)] if f],
                     build_directory=str(build_dir),
                     with_cuda=cuda,
@@ -344,6 +348,8 @@ class _Op:
                 raise CompileError.from_build_output(self.name, str(e), build_dir) from None
             except OSError as e:
                 raise LoadError.from_os_error(self.name, e) from None
+        if pch:
+            precompiled_header.after_build(pch, build_dir / "build.ninja", self.common, cxx)
         written = _ninja_outputs_since(ninja_log, log_start)
         compiled = [
             Path(s).name

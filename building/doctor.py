@@ -14,7 +14,7 @@ import sys
 
 import torch
 
-from building import compiler_cache, environment
+from building import compiler_cache, environment, precompiled_header
 from building.toolchain import fast_linker, safe_cxx
 
 OK, INFO, WARN, BAD = "ok  ", "info", "warn", "FAIL"
@@ -203,6 +203,16 @@ def checks():
                 f"({st['hits']} hits, {st['misses']} misses)",
                 None,
             )
+    if not precompiled_header.enabled():
+        yield INFO, "the bindings' precompiled header: off (LABKIT_PCH=0)", None
+    else:
+        pch = precompiled_header.state()
+        yield (
+            OK,
+            f"the bindings' precompiled header: {pch['compiled']} compiled ({pch['size_mb']:.0f} MB) in {pch['folder']}"
+            + (f", {pch['compiling']} being compiled" if pch["compiling"] else ""),
+            None,
+        )
     for lock in sorted(root.glob("*/*.buildlock")):
         with open(lock) as f:
             try:

@@ -20,7 +20,7 @@ import os
 import sys
 import time
 
-from building import compiler_cache
+from building import compiler_cache, precompiled_header
 from building.environment import COMMON, EXERCISES, KERNELS
 
 
@@ -87,6 +87,7 @@ def main(argv=()):
             print(f"[warm] {name}: did not build: {error}", flush=True)
     if jobs > 1:
         pool.shutdown()
+    precompiled_header.wait()  # the bindings' header, started by the second build: the class's builds use it too
     st = compiler_cache.stats() or {}
     print(
         f"[warm] {len(todo) - len(failed)} of {len(todo)} built in {time.perf_counter() - t0:.0f} s, {jobs} at once; "

@@ -1,11 +1,11 @@
 // Binding of exercise 11: C = A @ B through the ring, with what went wrong in it. On the CPU the model of the ring
 // (float32); on a Hopper GPU the lesson's version 9 kernel (bfloat16). Checks, device guard, current stream. Nothing
 // to edit here.
+#include "binding.h"
 #include <ATen/ops/cat.h>
 #include <ATen/ops/full.h>
 #include <ATen/ops/zeros.h>
 
-#include "binding.h"
 #include "ex11_wgmma_ring_given.h"
 
 // a (M x K) and b (K x N), one dtype and device: what both halves share.

@@ -1,9 +1,9 @@
 // Binding of exercise 13 (float32, float64): checks, device guard, current stream, and the gradient (autograd
 // calls your scatter through labkit::ex13_roi_scatter_backward). Nothing to edit here.
+#include "binding.h"
 #include <ATen/ops/zeros.h>
 
 #include "autograd.h"
-#include "binding.h"
 #include "ex13_roi_scatter_given.h"
 
 // `data` is input (forward) or grad_out (backward); `image` the tensor of the input's shape (N, C, H, W).

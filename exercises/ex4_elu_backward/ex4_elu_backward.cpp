@@ -1,8 +1,8 @@
 // Binding of exercise 4 (float32, float64): checks, device guard, current stream. Nothing to edit here.
+#include "binding.h"
 #include <ATen/ops/empty_like.h>
 
 #include "autograd.h"
-#include "binding.h"
 #include "ex4_elu_backward_given.h"
 
 static bool check_x(const char* op, const at::Tensor& x) {

@@ -1,7 +1,7 @@
 // Binding of exercise 7 (float32, 1-D): checks, device guard, current stream. Nothing to edit here.
+#include "binding.h"
 #include <ATen/ops/zeros.h>
 
-#include "binding.h"
 #include "ex7_warp_sum_given.h"
 
 static at::Tensor check_args(const at::Tensor& x) {

@@ -1,9 +1,9 @@
 // Binding of exercise 8 (float32, rows x cols): checks, device guard, current stream. Nothing to edit here.
+#include "binding.h"
 #include <ATen/ops/zeros.h>
 
 #include <limits>
 
-#include "binding.h"
 #include "ex8_block_sum_given.h"
 
 static at::Tensor check_args(const at::Tensor& x) {

@@ -4,9 +4,9 @@
 // The schemas (what the op is called, what it takes and returns) are defined once per process in
 // op.py, not here: a .so that defines a schema can be loaded only once, while one that only holds
 // implementations (TORCH_LIBRARY_IMPL) can be rebuilt and re-loaded after every edit.
+#include "binding.h"
 #include "add2.h"
 #include "autograd.h"
-#include "binding.h"
 
 // Shape, dtype and device checks shared by every path; messages name the argument.
 static DType check_inputs(const char* op, const at::Tensor& a, const at::Tensor& b) {

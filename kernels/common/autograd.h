@@ -23,7 +23,8 @@
 //
 // backward() calls ops through the dispatcher too (never a kernel directly): then autograd sees them, a
 // second derivative works, and torch.compile can trace the backward.
-#pragma once
+#ifndef LABKIT_AUTOGRAD_H  // an include guard, not #pragma once: see building/precompiled_header.py
+#define LABKIT_AUTOGRAD_H
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/csrc/autograd/custom_function.h>
 
@@ -41,3 +42,5 @@ template <typename... Tensors>
 inline bool wants_grad(const Tensors&... tensors) {
     return at::GradMode::is_enabled() && (tensors.requires_grad() || ...);
 }
+
+#endif  // LABKIT_AUTOGRAD_H

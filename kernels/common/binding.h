@@ -3,8 +3,10 @@
 //
 // Only binding files include this (it is torch). They are compiled once per build; an edit to a kernel
 // file recompiles that kernel alone. The headers are the light ones on purpose: <torch/extension.h>
-// costs ~18 s per compile, these ~6 s.
-#pragma once
+// costs ~18 s per compile, these ~6 s. A binding includes it first: as a file's first include, it and
+// autograd.h come precompiled (building/precompiled_header.py), and torch's headers are not parsed again.
+#ifndef LABKIT_BINDING_H  // an include guard, not #pragma once: see building/precompiled_header.py
+#define LABKIT_BINDING_H
 #include <limits>
 #include <utility>
 
@@ -114,3 +116,5 @@ inline void check_launch(const char* kernel, cudaError_t err) {
     TORCH_CHECK(err == cudaSuccess, kernel, " failed to launch: ", cudaGetErrorString(err));
 }
 #endif
+
+#endif  // LABKIT_BINDING_H

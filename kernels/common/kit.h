@@ -4,7 +4,8 @@
 // one that includes <torch/extension.h> takes about a minute, and the kit recompiles a kernel on every
 // edit. The op's binding file (the only one that includes torch) maps tensors to the raw pointers,
 // sizes and DType below.
-#pragma once
+#ifndef LABKIT_KIT_H  // an include guard, not #pragma once: see building/precompiled_header.py
+#define LABKIT_KIT_H
 #include <cstdint>
 #include <cstring>
 
@@ -44,3 +45,5 @@ inline const char* dtype_name(DType t) {
     }
     return "?";
 }
+
+#endif  // LABKIT_KIT_H

@@ -6,12 +6,12 @@
 // CUDA) and runs the function registered for that key below. The dtype is ours to map: kit_dtype
 // turns torch's float32/float64/float16/bfloat16 into the torch-free DType the kernels switch on, and
 // refuses anything else with the argument's name.
+#include "binding.h"
 #include <ATen/ops/le.h>
 #include <ATen/ops/mul.h>
 #include <ATen/ops/where.h>
 
 #include "autograd.h"
-#include "binding.h"
 #include "elu.h"
 
 // The checks shared by every path; messages name the argument.

@@ -1,11 +1,11 @@
 // matmul.cpp: the binding of matmul: checks a and b, makes them contiguous, calls the torch-free kernels in
 // matmul_cpu.cpp / matmul.cu, and registers them as labkit::matmul and labkit::matmul_version (schemas in
 // op.py). The gradient is here too, in C++, and is itself two matmuls.
+#include "binding.h"
 #include <array>
 #include <tuple>
 
 #include "autograd.h"
-#include "binding.h"
 #include "matmul.h"
 
 // Floating-point matrices of one dtype, on one device, with a's columns matching b's rows.

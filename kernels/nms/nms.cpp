@@ -4,9 +4,9 @@
 // The sort is PyTorch's, called exactly as torchvision calls it (stable, descending), on the scores' device: so
 // equal scores keep their input order, NaN scores come first (a descending sort puts NaN above everything), and
 // ties are broken the same way as in torchvision.ops.nms, on both devices.
+#include "binding.h"
 #include <ATen/ops/sort.h>
 
-#include "binding.h"
 #include "nms.h"
 
 static DType check_inputs(const at::Tensor& boxes, const at::Tensor& scores, double iou_threshold) {

@@ -5,10 +5,10 @@
 // Layouts: on the GPU the forward reads input in place when it is (N, C, H, W) contiguous or channels-last (each
 // layout has a kernel of its own); any other view, and every input on the CPU, is copied to (N, C, H, W) first
 // (.contiguous()). boxes is (K, 5): batch index, x1, y1, x2, y2, of input's dtype.
+#include "binding.h"
 #include <ATen/ops/zeros.h>
 
 #include "autograd.h"
-#include "binding.h"
 #include "roi_align.h"
 
 // The checks of both passes; messages name the argument. `data` is input (forward) or grad_out (backward).

@@ -1,8 +1,8 @@
 // sum.cpp: the binding of sum: checks the tensor and dim, turns the sum into rows x cols, calls the torch-free
 // launchers in sum_cpu.cpp / sum.cu, and registers them as the kernels of labkit::sum and labkit::sum_version
 // (schemas in op.py). The gradient is here too, in C++.
-#include "autograd.h"
 #include "binding.h"
+#include "autograd.h"
 #include "sum.h"
 
 // A sum of rows: the whole tensor is one row; dim=-1 makes each run of size(-1) elements a row.

@@ -1,5 +1,5 @@
-#include "ex3_bias_relu.h"
 #include "binding.h"
+#include "ex3_bias_relu.h"
 
 static void check_args(const at::Tensor& x, const at::Tensor& bias) {
     check_same_device("ex3_bias_relu", "x", x, "bias", bias);
