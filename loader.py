@@ -326,7 +326,9 @@ class _Op:
         # the bindings' precompiled header, first on the include path (building/precompiled_header.py); an op.py
         # with compiler flags of its own goes without
         own_flags = getattr(self._mod, "CXX_FLAGS", []) if self._mod else []
-        pch = None if own_flags else precompiled_header.folder(self.common, cxx, self.flags(cuda), cuda)
+        pch = (
+            None if own_flags else precompiled_header.folder(self.common, cxx, self.flags(cuda), cuda, build_dir.parent)
+        )
         with _build_lock(build_dir, self.name), _environ(**{"CXX": cxx, **cache_env}):
             # load() keeps a per-process version per name and renames the module when sources change;
             # forgetting it keeps the name (and every file's flags) fixed, so ninja rebuilds only what changed

@@ -10,10 +10,12 @@ include path. The folder holds a binding.h that includes the kit's binding.h (#i
 build is the same with the .gch, without it, or while it is still being compiled; and, once compiled, the .gch. The
 build's command line is the same in all three cases, so ninja and ccache see no change when the .gch appears.
 
-One folder per key: the compiler, the build's flags, torch's headers and the content of common/. An edit of
-binding.h makes another key, and so never meets a header compiled from the old text. Headers of common/ carry
-include guards rather than #pragma once alone: a .gch compiled from one copy of the kit serves every copy with the
-same content, and a second include of kit.h from another copy's path must still be skipped.
+One folder per key: the compiler, the build's flags, torch's headers and the content of the kit's headers it holds
+(binding.h, autograd.h, kit.h). An edit of one of them makes another key, and so never meets a header compiled from
+the old text; it also changes the build's command line, so the op's files all compile again (as an edit of kit.h
+would make them anyway). An edit of another header of common/ keeps the key. The headers of common/ carry include
+guards rather than #pragma once: a .gch compiled from one copy of the kit serves every copy with the same content,
+and a second include of kit.h from another copy's path must still be skipped.
 
 When: the first build with a key writes the folder and records the flags of its binding compile (from the build.ninja
 that cpp_extension wrote); the second build with that key starts compiling the .gch, in the background and at a low
@@ -22,13 +24,15 @@ compile check) costs nothing. Only for GCC (clang finds no .gch through #include
 own flags (an op.py with CXX_FLAGS of its own would need a header of its own). LABKIT_PCH=0 turns it off.
 
 Where: beside the class's compiler cache ($LABKIT_CACHE_DIR/pch: `make warm` compiles it once for everyone, and
-a student who cannot write there uses it, or goes without), else in the build folder (build_root()/pch).
+a student who cannot write there uses it, or goes without), else in the build folder (build_root()/pch); a build
+reaches it through a link beside its own build folder (folder()).
 """
 
 import functools
 import hashlib
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -75,10 +79,31 @@ def _is_gcc(cxx):
     return exe if "Free Software Foundation" in text and "clang" not in text.lower() else None
 
 
-def folder(common, cxx, flags, cuda):
+def folder(common, cxx, flags, cuda, builds=None):
     """The include folder of the precompiled header for a binding compiled by `cxx` with the loader's `flags` (cuda:
     a CUDA build, whose bindings see CUDA's headers too), against the headers of `common`; created if it can be.
-    None where the header does not apply (not GCC, LABKIT_PCH=0, a folder that cannot be written or read)."""
+    None where the header does not apply (not GCC, LABKIT_PCH=0, a folder that cannot be written or read).
+
+    builds: the folder the build folders are in. The include folder is then a link there (builds/pch/<key>) to the
+    shared one: ccache hashes the paths inside its base folder relative to the build folder, and a path into a
+    folder outside the kit would differ between copies of the kit laid out alike, and miss."""
+    shared = _shared_folder(common, cxx, flags, cuda)
+    if shared is None or builds is None or Path(builds) / "pch" == root():
+        return shared
+    link = Path(builds) / "pch" / shared.name
+    if link.resolve() != shared.resolve():
+        try:
+            link.parent.mkdir(parents=True, exist_ok=True)
+            tmp = link.parent / f".{shared.name}.{os.getpid()}.tmp"
+            tmp.unlink(missing_ok=True)
+            tmp.symlink_to(shared.resolve(), target_is_directory=True)
+            tmp.replace(link)
+        except OSError:
+            return shared
+    return link
+
+
+def _shared_folder(common, cxx, flags, cuda):
     exe = _is_gcc(cxx) if enabled() else None
     if exe is None:
         return None
@@ -87,9 +112,8 @@ def folder(common, cxx, flags, cuda):
     key = hashlib.sha256()
     for part in (exe, os.stat(exe).st_mtime_ns, sys.version, cuda, flags, torch.__version__, torch.__file__):
         key.update(repr(part).encode() + b"\0")
-    for p in sorted(Path(common).iterdir()):
-        if p.is_file():
-            key.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
+    for p in kit_headers(common):
+        key.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
     path = root() / key.hexdigest()[:16]
     stub = path / HEADER
     if stub.is_file():
@@ -104,6 +128,20 @@ def folder(common, cxx, flags, cuda):
     except OSError:  # a class's read-only cache without this key: build without it
         return None
     return path
+
+
+def kit_headers(common):
+    """The headers of common/ that the .gch holds: binding.h, autograd.h and what they include from common/, in
+    order. An edit of another (cpu_half.h, which kernel files include) keeps the key, so it recompiles only the files
+    that include it."""
+    found, todo = [], ["binding.h", "autograd.h"]
+    while todo:
+        p = Path(common) / todo.pop(0)
+        if p in found or not p.is_file():
+            continue
+        found.append(p)
+        todo += re.findall(r'^\s*#\s*include\s*"([^"]+)"', p.read_text(), re.M)
+    return found
 
 
 def after_build(path, build_ninja, common, cxx):

@@ -113,6 +113,10 @@ if LoadScopeScheduling is not None:
     class GroupScheduling(LoadScopeScheduling):
         """--dist loadscope whose scopes are the groups of xdist_group: whole groups to the workers, as collected."""
 
+        def __init__(self, config, log=None):
+            super().__init__(config, log)
+            config.option.loadscopereorder = False  # the groups in collection order: the longest first (below)
+
         def _split_scope(self, nodeid):
             return xdist_group(nodeid)
 
@@ -122,7 +126,38 @@ if LoadScopeScheduling is not None:
         return None
 
 
+# The groups that take minutes, by the last runs' --durations: sent to the workers first, so that none of them starts
+# near the end and runs on alone once every other group is done (xdist's own order is the most tests first). On the
+# 2-core machine the builds of every op and the class's tests; on a GPU machine also the CUDA builds and each op's
+# torch.compile tests, which compile C++ for the CPU beside every other worker's builds.
+LONG_GROUPS = (
+    "tests/test_builds.py#aot-cuda",
+    "tests/test_builds.py#aot-cpu",
+    "tests/test_notebooks.py#05_debugging.ipynb",
+    "tests/test_builds.py#cmake-cuda",
+    "tests/test_builds.py#cmake-cpu",
+    "tests/test_compiler_cache.py",
+    "tests/test_loader.py",
+    "tests/test_call_path.py",
+    "tests/test_hub.py",
+    "tests/test_browser.py",
+    "tests/test_grade_class.py",
+    "tests/test_matmul.py",
+    "tests/test_elu.py",
+    "tests/test_nms.py",
+    "tests/test_roi_align.py",
+    "tests/test_sum.py",
+    "tests/test_add2.py",
+)
+
+
+def _group_rank(item):
+    group = xdist_group(item.nodeid)
+    return LONG_GROUPS.index(group) if group in LONG_GROUPS else len(LONG_GROUPS)
+
+
 def pytest_collection_modifyitems(config, items):
+    items.sort(key=_group_rank)  # stable: each group's tests stay in the order they are written
     no_gpu = pytest.mark.skip(reason="needs a CUDA GPU: torch.cuda.is_available() is False here")
     no_gpu2 = pytest.mark.skip(reason=f"needs two CUDA GPUs: {N_GPUS} visible here")
     jit_only = pytest.mark.skip(reason="tests the JIT loader (edits a copy of the kit); LABKIT_PREBUILT is set")

@@ -29,9 +29,15 @@ from kit.timing import NoGPUError, ToyStream, host_time
 
 matplotlib.use("Agg")
 
-# These tests read GPU clocks to a few percent: they need the GPU to themselves (scripts/gpu_session.sh runs them
-# after the parallel run, alone)
-pytestmark = pytest.mark.exclusive_gpu
+# The tests that read GPU clocks to a few percent need the GPU to themselves (marked exclusive_gpu: make test and
+# scripts/gpu_session.sh run them after the parallel run, alone); the rest run on the CPU, or on a fake CUDA
+GPU_TIMED = (pytest.mark.cuda, pytest.mark.exclusive_gpu)
+
+
+def gpu_timed(test):
+    for mark in GPU_TIMED:
+        test = mark(test)
+    return test
 
 
 def load_run_py():
@@ -609,13 +615,13 @@ def spin_fn():
     return lambda: torch.cuda._sleep(cycles)
 
 
-@pytest.mark.cuda
+@gpu_timed
 def test_event_timer_reads_a_known_spin_within_3_percent(spin_fn):
     t = timing.device_time(spin_fn)
     assert abs(t.median / SPIN - 1) < 0.03, str(t)
 
 
-@pytest.mark.cuda
+@gpu_timed
 def test_event_timer_times_the_current_stream(spin_fn):
     # the spin runs on a side stream; events recorded on any other stream would read about zero
     side = torch.cuda.Stream()
@@ -625,6 +631,7 @@ def test_event_timer_times_the_current_stream(spin_fn):
 
 
 @pytest.mark.gpu2
+@pytest.mark.exclusive_gpu
 def test_event_timer_times_the_device_it_is_given():
     cycles = int(SPIN * timing.spin_rate("cuda:1"))
 
@@ -640,7 +647,7 @@ def test_event_timer_times_the_device_it_is_given():
 LAUNCH_OVERHEAD = 100e-6  # launch + synchronize: what a right host timer may add to the kernel
 
 
-@pytest.mark.cuda
+@gpu_timed
 def test_host_timer_cases_read_what_the_seed_says(spin_fn):
     both = host_time(spin_fn, "both", warmup=10, reps=10)
     assert 0.97 * SPIN <= both.median < SPIN + LAUNCH_OVERHEAD, str(both)
@@ -653,7 +660,7 @@ def test_host_timer_cases_read_what_the_seed_says(spin_fn):
     assert 0.97 * SPIN <= rest < SPIN + LAUNCH_OVERHEAD, str(after)
 
 
-@pytest.mark.cuda
+@gpu_timed
 def test_timeline_shows_which_kernels_each_timer_covers(spin_fn):
     spans = timeline.profile_timeline(spin_fn, "both", warmup=2, reps=3)
     kernels = [s for s in spans if s[0] == "kernel (GPU)"]
@@ -664,7 +671,7 @@ def test_timeline_shows_which_kernels_each_timer_covers(spin_fn):
     assert timeline.kernels_inside(timeline.profile_timeline(spin_fn, "before", warmup=2, reps=3)) == [0, 0, 0]
 
 
-@pytest.mark.cuda
+@gpu_timed
 def test_bench_gpu_quick(tmp_path):
     r = subprocess.run(
         [sys.executable, "bench/run.py", "--quick", "--only", "add2", "--out", str(tmp_path)],
