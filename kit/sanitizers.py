@@ -74,8 +74,10 @@ def asan_runtime():
 
 def asan_oob(n=1000, count=1001):
     """The CPU out-of-bounds write under AddressSanitizer, in a child: a scratch copy of debug_lab whose op.py adds
-    CXX_FLAGS = ["-g", "-fsanitize=address"], run with the ASan runtime preloaded (Python itself is not built with
-    ASan, so its runtime must be loaded first). Returns the Isolated; asan_report() picks out the lines that matter."""
+    CXX_FLAGS = ["-g1", "-fsanitize=address"] (-g1: the line tables a report needs, not the full debug information
+    that made the binding's compile a fifth longer), run with the ASan runtime preloaded (Python itself is not built
+    with ASan, so its runtime must be loaded first). Returns the Isolated; asan_report() picks out the lines that
+    matter."""
     from kit.notebook import scratch_kit
 
     lib = asan_runtime()
@@ -83,7 +85,7 @@ def asan_oob(n=1000, count=1001):
         raise FileNotFoundError("no AddressSanitizer runtime (libasan.so) for this C++ compiler")
     _, kernels = scratch_kit("debug_lab")
     with open(kernels / "debug_lab" / "op.py", "a") as f:
-        f.write('\nCXX_FLAGS = ["-g", "-fsanitize=address"]  # added by kit.sanitizers.asan_oob\n')
+        f.write('\nCXX_FLAGS = ["-g1", "-fsanitize=address"]  # added by kit.sanitizers.asan_oob\n')
     try:
         # detect_leaks=0: Python keeps memory until exit on purpose, which LeakSanitizer would report at length.
         # A CPU build, and no GPU for the child: the CUDA driver, once started, reserves address ranges that can

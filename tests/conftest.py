@@ -3,8 +3,14 @@ the hardware is missing), helpers to run a copy of the kit in a subprocess, and 
 ($LABKIT_FAILURE_LOG)."""
 
 import os
-import re
-import shutil
+
+# torch.compile compiles its C++ and Triton code in the process that calls it: by default it starts a pool of compile
+# processes, one a core (up to 32), in every process that compiles, each pytest worker and each child a test starts,
+# beside the other workers' builds. Set before torch is imported; the children inherit it.
+os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
+
+import re  # noqa: E402
+import shutil  # noqa: E402
 import subprocess
 import sys
 import tempfile

@@ -14,7 +14,7 @@ SCHEMAS = [
 # -lineinfo: nvcc keeps a map from machine code back to source lines, so compute-sanitizer (and ncu) name the line
 # of a bad access. It changes no instruction. The loader appends these flags after -O3 (loader._Op.flags).
 CUDA_FLAGS = ["-lineinfo"]
-# None for the host compiler: 05_debugging.ipynb adds -g -fsanitize=address to a scratch copy's CXX_FLAGS.
+# None for the host compiler: 05_debugging.ipynb adds -g1 -fsanitize=address to a scratch copy's CXX_FLAGS.
 CXX_FLAGS = []
 
 LESSONS = ("printf", "oob_write", "smem_race", "smem_reverse")
