@@ -41,10 +41,12 @@ def kernel_name(tmp_path_factory):
         yield "labkit-test"
 
 
-# notebooks whose live GPU cells assert on measured speed (a ratio to PyTorch, one version against another): on a GPU
+# notebooks whose live GPU cells assert on measured speed closely (ELU's staged kernel within 5% of the plain one,
+# four timers within 25% of each other, every rung of the Hopper ladder above the last, two of them 2% apart): on a GPU
 # they run apart from a parallel run, as the timing tests do (scripts/gpu_session.sh), where other tests' kernels
-# would skew them
-TIMES_THE_GPU = {"02_elu.ipynb", "04_timing.ipynb", "06_reductions.ipynb", "07_matmul.ipynb"}
+# would skew them. 06_reductions runs with the others: it times its versions side by side, in turn, and its checks
+# have margins of 10% and more (ours >= 0.9x torch.sum, versions that differ 1.3x and more).
+TIMES_THE_GPU = {"02_elu.ipynb", "04_timing.ipynb", "07_matmul.ipynb"}
 RUNS = [pytest.param(p, marks=[pytest.mark.exclusive_gpu] if p.name in TIMES_THE_GPU else []) for p in NOTEBOOKS]
 
 
