@@ -23,8 +23,9 @@ priority, and the builds after it use it. A key that only one build uses (a scra
 compile check) costs nothing. Only for GCC (clang finds no .gch through #include), and only for ops with the kit's
 own flags (an op.py with CXX_FLAGS of its own would need a header of its own). LABKIT_PCH=0 turns it off.
 
-Where: beside the class's compiler cache ($LABKIT_CACHE_DIR/pch: `make warm` compiles it once for everyone, and
-a student who cannot write there uses it, or goes without), else in the build folder (build_root()/pch); a build
+Where: $LABKIT_PCH_DIR where it is set (the test suite's builds, whatever compiler cache each names, share one);
+else beside the class's compiler cache ($LABKIT_CACHE_DIR/pch: `make warm` compiles it once for everyone, and a
+student who cannot write there uses it, or goes without); else in the build folder (build_root()/pch). A build
 reaches it through a link beside its own build folder (folder()).
 """
 
@@ -62,7 +63,11 @@ def read_only():
 
 
 def root():
-    """The folder of the headers' folders: beside the compiler cache where there is one, else in the build folder."""
+    """The folder of the headers' folders: $LABKIT_PCH_DIR, else beside the compiler cache where there is one, else in
+    the build folder."""
+    named = os.environ.get("LABKIT_PCH_DIR")
+    if named:
+        return Path(named).expanduser()
     cache = os.environ.get("LABKIT_CACHE_DIR")
     return Path(cache).expanduser() / "pch" if cache else build_root() / "pch"
 

@@ -33,6 +33,9 @@ if "LABKIT_CACHE_DIR" not in os.environ and os.environ.get("LABKIT_TEST_CACHE", 
 
     if compiler_cache.ccache() is not None:
         os.environ["LABKIT_CACHE_DIR"] = str(ROOT / ".build" / "test-compiler-cache")
+        # and one folder of precompiled headers for every build, those of the tests that name a compiler cache of
+        # their own included: each would otherwise compile the header again for its few builds, or go without
+        os.environ.setdefault("LABKIT_PCH_DIR", str(ROOT / ".build" / "test-compiler-cache" / "pch"))
         # the tests' copies of the kit lie in the temporary folder: paths under the folder above both are hashed
         # relative to the build folder, so copies laid out alike share entries
         os.environ.setdefault("LABKIT_CACHE_BASEDIR", os.path.commonpath([ROOT, tempfile.gettempdir()]))
