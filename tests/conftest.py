@@ -32,10 +32,11 @@ if "LABKIT_CACHE_DIR" not in os.environ and os.environ.get("LABKIT_TEST_CACHE", 
     from building import compiler_cache
 
     if compiler_cache.ccache() is not None:
-        os.environ["LABKIT_CACHE_DIR"] = str(ROOT / ".build" / "test-compiler-cache")
+        suite_cache = ROOT / ".build" / "test-compiler-cache"
+        os.environ["LABKIT_CACHE_DIR"] = str(suite_cache)
         # and one folder of precompiled headers for every build, those of the tests that name a compiler cache of
         # their own included: each would otherwise compile the header again for its few builds, or go without
-        os.environ.setdefault("LABKIT_PCH_DIR", str(ROOT / ".build" / "test-compiler-cache" / "pch"))
+        os.environ.setdefault("LABKIT_PCH_DIR", str(suite_cache / "pch"))
         # the tests' copies of the kit lie in the temporary folder: paths under the folder above both are hashed
         # relative to the build folder, so copies laid out alike share entries
         os.environ.setdefault("LABKIT_CACHE_BASEDIR", os.path.commonpath([ROOT, tempfile.gettempdir()]))
@@ -116,6 +117,7 @@ try:
     from xdist.scheduler import LoadScopeScheduling
 except ImportError:
     LoadScopeScheduling = None
+HAS_XDIST = LoadScopeScheduling is not None  # a child pytest may spread its tests too (tests/test_builds.py)
 
 if LoadScopeScheduling is not None:
 

@@ -11,7 +11,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import HAS_CUDA, ROOT
+from conftest import HAS_CUDA, HAS_XDIST, ROOT
 
 from kit import build_ways as builds
 from kit.resources import can_compile_cuda, resource_usage, tool
@@ -39,14 +39,6 @@ def built(request, tmp_path_factory):
     return builds.build(way, src, OPS, cuda)
 
 
-def _has_xdist():
-    try:
-        import xdist  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
 def _pytest_child(built, *args):
     env = {
         **os.environ,
@@ -59,7 +51,7 @@ def _pytest_child(built, *args):
     # on a machine of many cores the child spreads its files over a few workers of its own (pytest-xdist): its run of
     # every op's tests is the longest group of the parallel suite there; on a few cores it runs them in turn
     workers = min(4, (os.cpu_count() or 1) // 4)
-    xdist = ["-n", str(workers), "--dist", "loadgroup"] if workers > 1 and _has_xdist() else []
+    xdist = ["-n", str(workers), "--dist", "loadgroup"] if workers > 1 and HAS_XDIST else []
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-x", *xdist, *args],
         env=env,
