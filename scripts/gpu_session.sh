@@ -56,7 +56,9 @@ for step in $STEPS; do
                     # says which tests passed and which were still running
                     $T $PY -m pytest -v -ra -p no:cacheprovider $XDIST -m "not exclusive_gpu" $TESTS \
                         --junitxml="$R/pytest$TAG.xml" > "$R/pytest$TAG.log" 2>&1; r1=$?
-                    $T $PY -m pytest -q -ra -p no:cacheprovider -m exclusive_gpu $TESTS \
+                    # only the files that mark tests exclusive_gpu: collecting all of them again takes seconds
+                    ALONE_FILES=${TESTS:-$(grep -l exclusive_gpu tests/test_*.py | tr '\n' ' ')}
+                    $T $PY -m pytest -q -ra -p no:cacheprovider -m exclusive_gpu $ALONE_FILES \
                         --junitxml="$R/pytest$TAG-exclusive.xml" > "$R/pytest$TAG-exclusive.log" 2>&1; r2=$?
                     [ $r1 -eq 124 ] && echo "the parallel tests were stopped at the step's limit: $(grep -c PASSED "$R/pytest$TAG.log") passed, $(grep -c -E '(FAILED|ERROR) ' "$R/pytest$TAG.log") failed by then"
                     [ $r1 -eq 5 ] && r1=0; [ $r2 -eq 5 ] && r2=0; [ $r1 -ne 0 ] || [ $r2 -ne 0 ] && rc=1
