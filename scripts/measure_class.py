@@ -17,6 +17,7 @@ import argparse
 import datetime
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -107,7 +108,10 @@ def students_at_once(homes, handout, cache, n):
     return kits, summary
 
 
-def grade_class(homes, kits, n, cache, jobs=None):
+def grade_class(homes, kits, n, cache, jobs=None, progress=None):
+    """`make grade-class` over the first n kits. Its output is passed on as it comes, each line with the seconds since
+    grading began, and progress(done), where given, is called each time a student's grade is in (done: student ->
+    seconds): a run stopped at a time limit still says how many students were graded in how long."""
     for i, kit in enumerate(kits[:n]):
         if i % 2 == 0:  # half the class solved every exercise
             shutil.copytree(ROOT / "solutions", kit / "exercises", dirs_exist_ok=True)
@@ -119,17 +123,30 @@ def grade_class(homes, kits, n, cache, jobs=None):
         "LABKIT_CACHE_DIR": str(cache),
         "LABKIT_CACHE_READONLY": "1",
     }
+    names = {kit.parent.name for kit in kits[:n]}
+    done, lines = {}, []
     t0 = time.perf_counter()
-    r = subprocess.run(
+    proc = subprocess.Popen(
         [sys.executable, "-m", "hub.collect", "--homes", str(homes), "--class-dir", str(homes.parent / "class")]
         + (["--jobs", str(jobs)] if jobs else []),
         cwd=ROOT,
         env=env,
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
         text=True,
     )
+    for line in proc.stdout:
+        seconds = time.perf_counter() - t0
+        lines.append(line)
+        print(f"[grading {seconds:6.1f} s] {line}", end="", flush=True)
+        name = line.split(":", 1)[0]
+        if name in names and re.fullmatch(r"\S+: \d+/\d+", line.strip()):  # kit.grade's "student07: 13/13"
+            done[name] = seconds
+            if progress:
+                progress(done)
+    proc.wait()
+    r = subprocess.CompletedProcess(proc.args, proc.returncode, "".join(lines), "")
     took = time.perf_counter() - t0
-    print(r.stdout[-4000:], r.stderr[-2000:], flush=True)
     book = json.loads((homes.parent / "class" / "grades.json").read_text()) if r.returncode == 0 else {}
     passed = {name: sum(x["passed"] for x in reports) for name, reports in book.items()}
     exercises = max((len(reports) for reports in book.values()), default=0)
@@ -137,7 +154,9 @@ def grade_class(homes, kits, n, cache, jobs=None):
     return {
         "students": n,
         "exercises": exercises,
+        "finished": True,
         "seconds": took,
+        "graded_after_s": sorted(done.values()),  # when each student's grade was in
         "returncode": r.returncode,
         "jobs": next((ln for ln in r.stdout.splitlines() if "grading" in ln), ""),
         "exercises_passed": passed,
@@ -192,7 +211,13 @@ def main():
         save()
         print("students:", json.dumps(out["first_calls"], indent=1)[:3000], flush=True)
         if not args.no_grade:
-            out["grading"] = grade_class(homes, kits, min(args.grade_students, args.students), cache, args.jobs)
+            graded = min(args.grade_students, args.students)
+
+            def progress(done):  # until grading ends: how many students were graded by when
+                out["grading"] = {"students": graded, "finished": False, "graded_after_s": sorted(done.values())}
+                save()
+
+            out["grading"] = grade_class(homes, kits, graded, cache, args.jobs, progress)
             save()
             print("grading:", json.dumps(out["grading"], indent=1)[:3000], flush=True)
     print("wrote", path)
