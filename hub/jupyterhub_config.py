@@ -20,7 +20,8 @@ class" says how to start it, how students log in and how to grade them. Set with
   LABKIT_HUB_STATE     the hub's folder: its database, cookie secret, passwords, the hand-out, the class's compiler
                        cache (compiler-cache/, which students read) and (homes mode) the homes; default .hub/ in the kit
   LABKIT_HUB_WARM      1 (default): at each start, compile every op and exercise of the hand-out into that cache in
-                       the background (kit/warm.py; its log: warm.log there); 0: do not
+                       the background (kit/warm.py; its log: warm.log there); 0: do not; names, comma-separated
+                       (add2,elu): those alone, for a class that needs only them today
 
 Each student's server starts with hub/singleuser.py (their copy of the kit, their build folder, a memory limit per
 process) and MAX_JOBS and OMP_NUM_THREADS from hub/limits.py: their share of this server for the class size."""
@@ -133,21 +134,32 @@ CACHE = STATE / "compiler-cache"
 CACHE.mkdir(mode=0o755, exist_ok=True)
 env["LABKIT_CACHE_DIR"] = str(CACHE)
 env["LABKIT_CACHE_READONLY"] = "1"
-if os.environ.get("LABKIT_HUB_WARM", "1") != "0":
+WARM = os.environ.get("LABKIT_HUB_WARM", "1")
+if WARM != "0":
     warm_home = STATE / "warm"
     shutil.rmtree(warm_home / "kit", ignore_errors=True)
     warm_home.mkdir(exist_ok=True)
     warm_kit = singleuser.hand_out(warm_home, HANDOUT)
-    warm_env = {k: v for k, v in os.environ.items() if k not in ("LABKIT_BUILD_DIR", "LABKIT_CACHE_READONLY")}
+    # the warm compiles as a student's build will, so that the cache's entries are theirs: none of the hub's own
+    # build settings, and the precompiled header and cache paths a student's loader takes from LABKIT_CACHE_DIR alone
+    # (a LABKIT_PCH_DIR or LABKIT_CACHE_BASEDIR here would key every entry to what no student's build has)
+    own = ("LABKIT_BUILD_DIR", "LABKIT_CACHE_READONLY", "LABKIT_PCH_DIR", "LABKIT_CACHE_BASEDIR")
+    warm_env = {k: v for k, v in os.environ.items() if k not in own}
+    names = [] if WARM == "1" else [n.strip() for n in WARM.split(",") if n.strip()]
     with open(STATE / "warm.log", "w") as warm_log:
         subprocess.Popen(
-            [sys.executable, "-m", "kit.warm"],
+            [sys.executable, "-m", "kit.warm", *names],
             cwd=warm_kit,
             env={**warm_env, "LABKIT_CACHE_DIR": str(CACHE), "PYTHONPATH": classroom.python_path(warm_kit)},
             stdout=warm_log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
+# what decides a build's compilers and GPU targets, as the hub was started with. JupyterHub hands a server little of
+# its own environment (PATH, LANG and a few more), and a student's build without these would differ from the warm's
+# (plain sm_90 where the hub's TORCH_CUDA_ARCH_LIST says 9.0a, another compiler): no entry of the cache would serve it
+BUILD_SETTINGS = ("TORCH_CUDA_ARCH_LIST", "CUDA_HOME", "CUDA_PATH", "PYTORCH_NVCC", "CXX", "CC", "LABKIT_CUDA")
+env.update({name: os.environ[name] for name in BUILD_SETTINGS if name in os.environ})
 c.Spawner.environment = env
 c.Spawner.mem_limit = mem_limit
 # a whole class starting at once on a busy server: give each server time to come up

@@ -1,7 +1,8 @@
 """A class on one server: the hub of hub/jupyterhub_config.py, started as `make hub` starts it (the
 quick-start mode: one account, a home per student), on loopback ports, with the students' shared password made up
-here. Four students log in through the hub's REST API, start their servers, and in each, through a kernel of their
-own (the Jupyter server's REST API and its websocket kernel protocol, through the hub's proxy), build add2, edit
+here. The hub warms the class's compiler cache with add2 as it starts (LABKIT_HUB_WARM). Four students log in
+through the hub's REST API, start their servers, and in each, through a kernel of their own (the Jupyter server's REST
+API and its websocket kernel protocol, through the hub's proxy), build add2 from that cache, edit
 their own kernels/add2/add2_cpu.cpp (through the contents API, as JupyterLab saves) so that add2 computes a + k*b with
 a k of their own, and see the new result; then each student's files and build folder are their own and nobody's
 result changed. One student's kernel aborts, another's runs an endless loop, a third allocates past its memory limit:
@@ -26,6 +27,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import torch
 from conftest import ROOT
+
+from building import compiler_cache
 
 pytest.importorskip("jupyterhub", reason="needs JupyterHub (pip install jupyterhub; in requirements.txt)")
 pytest.importorskip(
@@ -101,6 +104,19 @@ class Hub:
                 pass
         raise AssertionError(f"no server process of {name} under the hub")
 
+    def wait_for_the_warm(self, timeout=600):
+        """Until the hub's warm of the compiler cache (kit/warm.py, started with the hub) has built what it was asked
+        to, as an instructor waits before the class; returns its last line."""
+        log, deadline = self.state / "warm.log", time.time() + timeout
+        while True:
+            text = log.read_text() if log.exists() else ""
+            done = re.search(r"^\[warm\] (\d+) of (\d+) built.*$", text, re.M)
+            if done:
+                assert done.group(1) == done.group(2), f"the hub's warm failed: {text[-3000:]}"
+                return done.group(0)
+            assert time.time() < deadline, f"the hub's warm did not end in {timeout} s: {text[-3000:]}"
+            time.sleep(0.5)
+
     def stop(self):
         """SIGTERM to the hub (it stops the proxy and every server, as on Ctrl-C); then kill whatever is left.
         Returns the processes that had to be killed."""
@@ -138,7 +154,10 @@ def hub(tmp_path):
         "LABKIT_STUDENTS": str(state / "students"),
         "LABKIT_HUB_PASSWORD": password,
         "LABKIT_CLASS_DIR": str(tmp_path / "class"),
-        "LABKIT_HUB_WARM": "0",  # no background build of every op beside the tests' own (tests/test_compiler_cache.py)
+        # the cache warmed with the op the students build, not every op (tests/test_compiler_cache.py warms them all)
+        "LABKIT_HUB_WARM": "add2",
+        # a build setting the hub passes on to every student's server, and to its warm (the GPU machine sets it)
+        "TORCH_CUDA_ARCH_LIST": os.environ.get("TORCH_CUDA_ARCH_LIST", "9.0"),
     }
     cmd = [
         sys.executable,
@@ -306,6 +325,7 @@ class Student:
             + INPUTS
             + "\nprint(json.dumps({'root': str(loader.ROOT), 'build': str(ops.add2.build_dir()), "
             "'server': os.getppid(), 'pid': os.getpid(), 'max_jobs': os.environ.get('MAX_JOBS'), "
+            "'arch': os.environ.get('TORCH_CUDA_ARCH_LIST'), "
             "'mem': resource.getrlimit(resource.RLIMIT_DATA)[0]}))",
             timeout=120,
         )
@@ -325,7 +345,7 @@ class Student:
         t0 = time.perf_counter()
         self.log_in_and_start()
         self.info = self.start_kernel()
-        c, self.times["cold build of add2 (in the kernel)"], out = self.kernel.call_add2()
+        c, self.times["first build of add2, from the cache (in the kernel)"], out = self.kernel.call_add2()
         torch.testing.assert_close(c, _expected(1))
         assert "built for CPU" in out, out
         self.edit(CPU_KERNEL, "load(a[i]) + load(b[i])", f"load(a[i]) + {self.k} * load(b[i])")
@@ -336,12 +356,19 @@ class Student:
 
 
 def test_a_class_on_one_hub(hub, tmp_path):
+    warmed = hub.wait_for_the_warm()
+    cache = hub.state / "compiler-cache"
+    hits_before = compiler_cache.stats(cache)["hits"]
     t0 = time.perf_counter()
     students = [Student(hub, name) for name in STUDENTS]
     with ThreadPoolExecutor(len(students)) as pool:  # the whole class at once, as at the start of a lab
         for done in [pool.submit(s.walk) for s in students]:
             done.result()
     walked = time.perf_counter() - t0
+    # every student's first build of add2 took its files from the cache (a binding and a CPU kernel each, and a .cu
+    # file on a GPU machine), compiled as the warm compiled them: the same settings reached the students' servers
+    hits = compiler_cache.stats(cache)["hits"] - hits_before
+    assert hits >= 2 * len(students), f"{hits} cache hits for {len(students)} students' first builds; {warmed}"
 
     # each student's kit, build folder and server are their own; nobody's edit changed another's result
     for s in students:
@@ -353,6 +380,7 @@ def test_a_class_on_one_hub(hub, tmp_path):
         assert s.home.stat().st_mode & 0o777 == 0o700, f"{s.name}'s home is readable by others"
         assert s.info["server"] == s.server.pid, f"{s.name}'s kernel runs under another server"
         assert int(s.info["max_jobs"]) >= 1
+        assert s.info["arch"] == os.environ.get("TORCH_CUDA_ARCH_LIST", "9.0"), "the hub's build settings"
         assert f"{s.k} * load(b[i])" in (kit / "kernels" / "add2" / "add2_cpu.cpp").read_text()
         c, _, _ = s.kernel.call_add2()
         torch.testing.assert_close(c, _expected(s.k), msg=f"{s.name}'s add2 after everyone's edits")
