@@ -134,32 +134,41 @@ CACHE = STATE / "compiler-cache"
 CACHE.mkdir(mode=0o755, exist_ok=True)
 env["LABKIT_CACHE_DIR"] = str(CACHE)
 env["LABKIT_CACHE_READONLY"] = "1"
+# what decides a build's GPU targets, as the hub was started with, for every student's server and the warm alike.
+# JupyterHub hands a server little of its own environment (PATH, LANG and a few more), and a student's build without
+# these would differ from the warm's (plain sm_90 where the hub's TORCH_CUDA_ARCH_LIST says 9.0a): no entry of the
+# cache would serve it. The compiler is left out of both: the students build with the system's c++, and so does the
+# warm (a $CXX of the hub's would be another compiler, or one the loader replaces with a note in every notebook).
+BUILD_SETTINGS = ("TORCH_CUDA_ARCH_LIST", "CUDA_HOME", "CUDA_PATH", "PYTORCH_NVCC", "LABKIT_CUDA")
+build_env = {name: os.environ[name] for name in BUILD_SETTINGS if name in os.environ}
+env.update(build_env)
 WARM = os.environ.get("LABKIT_HUB_WARM", "1")
 if WARM != "0":
     warm_home = STATE / "warm"
     shutil.rmtree(warm_home / "kit", ignore_errors=True)
     warm_home.mkdir(exist_ok=True)
     warm_kit = singleuser.hand_out(warm_home, HANDOUT)
-    # the warm compiles as a student's build will, so that the cache's entries are theirs: none of the hub's own
-    # build settings, and the precompiled header and cache paths a student's loader takes from LABKIT_CACHE_DIR alone
-    # (a LABKIT_PCH_DIR or LABKIT_CACHE_BASEDIR here would key every entry to what no student's build has)
-    own = ("LABKIT_BUILD_DIR", "LABKIT_CACHE_READONLY", "LABKIT_PCH_DIR", "LABKIT_CACHE_BASEDIR")
+    # the warm compiles as a student's build will, so that the cache's entries are theirs: not in the hub's build
+    # folder, with the system's c++ (above), and with the precompiled header and cache paths a student's loader takes
+    # from LABKIT_CACHE_DIR alone (a LABKIT_PCH_DIR or LABKIT_CACHE_BASEDIR here would key every entry to what no
+    # student's build has)
+    own = ("LABKIT_BUILD_DIR", "LABKIT_CACHE_READONLY", "LABKIT_PCH_DIR", "LABKIT_CACHE_BASEDIR", "CXX", "CC")
     warm_env = {k: v for k, v in os.environ.items() if k not in own}
     names = [] if WARM == "1" else [n.strip() for n in WARM.split(",") if n.strip()]
     with open(STATE / "warm.log", "w") as warm_log:
         subprocess.Popen(
             [sys.executable, "-m", "kit.warm", *names],
             cwd=warm_kit,
-            env={**warm_env, "LABKIT_CACHE_DIR": str(CACHE), "PYTHONPATH": classroom.python_path(warm_kit)},
+            env={
+                **warm_env,
+                **build_env,
+                "LABKIT_CACHE_DIR": str(CACHE),
+                "PYTHONPATH": classroom.python_path(warm_kit),
+            },
             stdout=warm_log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-# what decides a build's compilers and GPU targets, as the hub was started with. JupyterHub hands a server little of
-# its own environment (PATH, LANG and a few more), and a student's build without these would differ from the warm's
-# (plain sm_90 where the hub's TORCH_CUDA_ARCH_LIST says 9.0a, another compiler): no entry of the cache would serve it
-BUILD_SETTINGS = ("TORCH_CUDA_ARCH_LIST", "CUDA_HOME", "CUDA_PATH", "PYTORCH_NVCC", "CXX", "CC", "LABKIT_CUDA")
-env.update({name: os.environ[name] for name in BUILD_SETTINGS if name in os.environ})
 c.Spawner.environment = env
 c.Spawner.mem_limit = mem_limit
 # a whole class starting at once on a busy server: give each server time to come up
