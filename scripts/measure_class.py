@@ -144,10 +144,9 @@ def grade_class(homes, kits, n, cache, jobs=None, progress=None):
             done[name] = seconds
             if progress:
                 progress(done)
-    proc.wait()
-    r = subprocess.CompletedProcess(proc.args, proc.returncode, "".join(lines), "")
+    returncode, stdout = proc.wait(), "".join(lines)
     took = time.perf_counter() - t0
-    book = json.loads((homes.parent / "class" / "grades.json").read_text()) if r.returncode == 0 else {}
+    book = json.loads((homes.parent / "class" / "grades.json").read_text()) if returncode == 0 else {}
     passed = {name: sum(x["passed"] for x in reports) for name, reports in book.items()}
     exercises = max((len(reports) for reports in book.values()), default=0)
     solved = sorted(kits[i].parent.name for i in range(0, n, 2))
@@ -157,8 +156,8 @@ def grade_class(homes, kits, n, cache, jobs=None, progress=None):
         "finished": True,
         "seconds": took,
         "graded_after_s": sorted(done.values()),  # when each student's grade was in
-        "returncode": r.returncode,
-        "jobs": next((ln for ln in r.stdout.splitlines() if "grading" in ln), ""),
+        "returncode": returncode,
+        "jobs": next((ln for ln in stdout.splitlines() if "grading" in ln), ""),
         "exercises_passed": passed,
         # a solved kit passes every exercise that can be checked here, a stub none: the grading is right as well as
         # timed

@@ -47,9 +47,9 @@ def test_untouched_stub_fails_with_a_message(stubs, exercise):
 # exercise 2's bandwidth with a copy's and exercise 9's speed with the lesson's kernel. On a GPU that other processes
 # keep busy, their kernels land in those times unevenly (the GPU switches between processes for milliseconds at a
 # time): on the H200 under 16 test workers exercise 6's reference solution read 4538 us for a 2000 us spin, and in
-# another run exercise 9's read 37% of the lesson's kernel's speed (its bar is 70%). So on a GPU their reference solutions are
-# graded alone, as the timing tests are. A class's graders take the GPU alone for these checks themselves
-# (kit/checks.py, gpu_alone).
+# another run exercise 9's read 37% of the lesson's kernel's speed (its bar is 70%). So on a GPU their reference
+# solutions are graded alone, as the timing tests are. A class's graders take the GPU alone for these checks
+# themselves (kit/checks.py, gpu_alone).
 ALONE = {"ex2_add2_vec4", "ex6_time_kernel", "ex9_matmul_tile"}
 
 

@@ -43,6 +43,8 @@ from jupyter_client.session import Session  # noqa: E402
 
 STUDENTS = {"ada": 2, "bo": 3, "cy": 4, "di": 5}  # each student's edit: add2 computes a + k*b
 SOLVE_EX1 = {"ada", "bo"}  # they solve exercise 1; the others leave its stub
+# a build setting the hub passes on to every student's server and to its warm (the GPU machine's image sets it)
+ARCH_LIST = os.environ.get("TORCH_CUDA_ARCH_LIST", "9.0")
 CPU_KERNEL = "kit/kernels/add2/add2_cpu.cpp"
 EX1_STUB = "kit/exercises/ex1_add2_tail/ex1_add2_tail.h"
 INPUTS = "a = torch.arange(1000, dtype=torch.float32) / 8; b = torch.linspace(-3, 3, 1000)"
@@ -156,8 +158,7 @@ def hub(tmp_path):
         "LABKIT_CLASS_DIR": str(tmp_path / "class"),
         # the cache warmed with the op the students build, not every op (tests/test_compiler_cache.py warms them all)
         "LABKIT_HUB_WARM": "add2",
-        # a build setting the hub passes on to every student's server, and to its warm (the GPU machine sets it)
-        "TORCH_CUDA_ARCH_LIST": os.environ.get("TORCH_CUDA_ARCH_LIST", "9.0"),
+        "TORCH_CUDA_ARCH_LIST": ARCH_LIST,
     }
     cmd = [
         sys.executable,
@@ -380,7 +381,7 @@ def test_a_class_on_one_hub(hub, tmp_path):
         assert s.home.stat().st_mode & 0o777 == 0o700, f"{s.name}'s home is readable by others"
         assert s.info["server"] == s.server.pid, f"{s.name}'s kernel runs under another server"
         assert int(s.info["max_jobs"]) >= 1
-        assert s.info["arch"] == os.environ.get("TORCH_CUDA_ARCH_LIST", "9.0"), "the hub's build settings"
+        assert s.info["arch"] == ARCH_LIST, "the hub's build settings reach every student's server"
         assert f"{s.k} * load(b[i])" in (kit / "kernels" / "add2" / "add2_cpu.cpp").read_text()
         c, _, _ = s.kernel.call_add2()
         torch.testing.assert_close(c, _expected(s.k), msg=f"{s.name}'s add2 after everyone's edits")
