@@ -187,8 +187,9 @@ def calibrated_sleep_cycles(seconds):
 # each grader holds it shared while it checks an exercise, after building it (gpu_shared, in kit/grade.py: a build
 # needs no GPU, so a timed part never waits for one), and a timed part holds it
 # alone (gpu_alone). A turnstile file beside it keeps new exercises from starting while a timed part waits, so the
-# wait is for the exercises in flight (seconds), never for a stream of new ones. Without the variable (one student,
-# `make check`) both are no-ops.
+# wait is for the exercises in flight (seconds), never for a stream of new ones. The class's grading names the lock
+# only for its second round, the exercises that time the GPU (kit/grade.py): the others, graded first, share the GPU
+# freely. Without the variable (one student, `make check`, that first round) both are no-ops.
 
 GPU_LOCK = "LABKIT_GRADE_GPU_LOCK"
 ALONE_WAIT = 60.0  # seconds a timed part waits for the GPU alone; a hung grader holds it until its check limit (120 s)

@@ -103,12 +103,23 @@ def pytest_report_header(config):
 # Under pytest-xdist (scripts/gpu_session.sh, make test where it is installed) tests are sent to the workers by the
 # group of each: a group's tests run on one worker, in the order they are written. A file is one group (what --dist
 # loadfile does: its tests may build on one another), but in these files no test relies on another's effects, so
-# a group is one value of a parameter (the [id] of a build way, a notebook), or one of n shares of the file's tests
-# for a number n; each worker sets up the module fixtures of its groups itself. Without this the longest file sets
-# the time of the whole run: test_builds, which compiles every op several ways, would take nearly all of it on one
-# worker. (xdist's own --dist loadgroup reads marks but cannot rename the tests under pytest 9, so it ran every test
-# apart: the groups are made here, from the test's id, by a scheduler of the kit's own.)
-XDIST_SPLIT = {"test_builds.py": "id", "test_notebooks.py": "id", "test_grade.py": 4}
+# a group is one value of a parameter (the [id] of a build way, a notebook), one test function with all its
+# parameters ("name"), or one of n shares of the file's tests for a number n; each worker sets up the module fixtures
+# of its groups itself. Without this the longest file sets the time of the whole run: test_builds, which compiles
+# every op several ways, would take nearly all of it on one worker. (xdist's own --dist loadgroup reads marks but
+# cannot rename the tests under pytest 9, so it ran every test apart: the groups are made here, from the test's id, by
+# a scheduler of the kit's own.) The op files are split too: test_builds runs all of them again in a child pytest
+# for each prebuilt library, the longest part of the suite on a GPU machine, where that child spreads them over
+# workers of its own; test_call_path's torch.compile tests take minutes each there (compiling C++ for the CPU beside
+# every other worker).
+XDIST_SPLIT = {
+    "test_builds.py": "id",
+    "test_notebooks.py": "id",
+    "test_grade.py": 4,
+    "test_call_path.py": "name",
+    "test_matmul.py": 3,
+    **{f"test_{op}.py": 2 for op in ("add2", "elu", "sum", "roi_align", "nms")},
+}
 
 
 def xdist_group(nodeid):
@@ -119,6 +130,8 @@ def xdist_group(nodeid):
         return path
     if isinstance(split, int):
         return f"{path}#{zlib.crc32(nodeid.encode()) % split}"
+    if split == "name":
+        return f"{path}#{nodeid.split('::', 1)[1].split('[', 1)[0]}"
     param = re.search(r"\[(.*)\]$", nodeid)
     return f"{path}#{param.group(1) if param else ''}"
 
@@ -173,8 +186,12 @@ LONG_GROUPS = (
 
 
 def _group_rank(item):
+    """A group's place in LONG_GROUPS, where a file named there stands for every share of it."""
     group = xdist_group(item.nodeid)
-    return LONG_GROUPS.index(group) if group in LONG_GROUPS else len(LONG_GROUPS)
+    for name in (group, group.split("#", 1)[0]):
+        if name in LONG_GROUPS:
+            return LONG_GROUPS.index(name)
+    return len(LONG_GROUPS)
 
 
 def pytest_collection_modifyitems(config, items):

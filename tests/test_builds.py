@@ -48,9 +48,10 @@ def _pytest_child(built, *args):
     env.pop("PYTEST_ADDOPTS", None)  # the parent's -k or -x would select in the child's run, not this one's
     if not built.cuda:  # a CPU-only build has no CUDA kernels: the child sees no GPU, so its CUDA tests skip
         env["CUDA_VISIBLE_DEVICES"] = ""
-    # on a machine of many cores the child spreads its files over a few workers of its own (pytest-xdist): its run of
-    # every op's tests is the longest group of the parallel suite there; on a few cores it runs them in turn
-    workers = min(4, (os.cpu_count() or 1) // 4)
+    # on a machine of many cores the child spreads its files over workers of its own (pytest-xdist): its run of every
+    # op's tests is the longest group of the parallel suite there, and it runs as most other groups end; on a few
+    # cores it runs them in turn
+    workers = min(8, (os.cpu_count() or 1) // 2)
     xdist = ["-n", str(workers), "--dist", "loadgroup"] if workers > 1 and HAS_XDIST else []
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-x", *xdist, *args],

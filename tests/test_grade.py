@@ -43,14 +43,14 @@ def test_untouched_stub_fails_with_a_message(stubs, exercise):
     assert not report.passed
 
 
-# The exercises whose checks time the GPU: exercise 6's compares the student's host-clock figure with CUDA events,
-# exercise 2's bandwidth with a copy's and exercise 9's speed with the lesson's kernel. On a GPU that other processes
-# keep busy, their kernels land in those times unevenly (the GPU switches between processes for milliseconds at a
-# time): on the H200 under 16 test workers exercise 6's reference solution read 4538 us for a 2000 us spin, and in
-# another run exercise 9's read 37% of the lesson's kernel's speed (its bar is 70%). So on a GPU their reference
-# solutions are graded alone, as the timing tests are. A class's graders take the GPU alone for these checks
-# themselves (kit/checks.py, gpu_alone).
-ALONE = {"ex2_add2_vec4", "ex6_time_kernel", "ex9_matmul_tile"}
+# The exercises whose checks time the GPU (grade.TIMED: their check.py says TIMES_THE_GPU): exercise 6's compares the
+# student's host-clock figure with CUDA events, exercise 2's bandwidth with a copy's and exercise 9's speed with the
+# lesson's kernel. On a GPU that other processes keep busy, their kernels land in those times unevenly (the GPU
+# switches between processes for milliseconds at a time): on the H200 under 16 test workers exercise 6's reference
+# solution read 4538 us for a 2000 us spin, and in another run exercise 9's read 37% of the lesson's kernel's speed
+# (its bar is 70%). So on a GPU their reference solutions are graded alone, as the timing tests are. A class's
+# grading runs them after every other exercise, and each timed part takes the GPU alone (kit/checks.py, gpu_alone).
+ALONE = set(grade.TIMED)
 
 
 @pytest.mark.parametrize(

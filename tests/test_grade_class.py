@@ -275,6 +275,11 @@ def test_grades_a_class_into_the_class_folder_with_reports_and_a_gradebook(tmp_p
     assert book["ada"][0]["passed"] and book["bo"][0]["failed"]
     header = next(line for line in out.splitlines() if line.startswith("student"))
     assert header.index("ex1_add2_tail") < header.index("ex6_time_kernel"), out
+    # two rounds: every student's ex1 first, then ex6, whose check times the GPU, for everyone
+    assert grade.TIMED == ["ex2_add2_vec4", "ex6_time_kernel", "ex9_matmul_tile"]
+    rounds = [line for line in out.splitlines() if line.startswith(("ada: ", "bo: "))]
+    assert sorted(rounds[:2]) == ["ada: 1/1 so far; ex6_time_kernel next", "bo: 0/1 so far; ex6_time_kernel next"], out
+    assert sorted(rounds[2:]) == ["ada: 1/2", "bo: 0/2"], out
 
     with open(class_dir / "grades.csv") as f:
         rows = list(csv.reader(f))

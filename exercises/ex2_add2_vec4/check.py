@@ -17,6 +17,7 @@ import torch
 from kit.checks import GPU, begin, gpu_alone, grade_add2_like, shared_note
 
 NUMBER = 2  # its place in the lessons
+TIMES_THE_GPU = True  # a check times the GPU: a class's grading runs it after the others (kit/grade.py)
 EDIT = "exercises/ex2_add2_vec4/ex2_add2_vec4.h"  # the file to edit
 
 

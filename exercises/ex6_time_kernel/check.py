@@ -18,6 +18,7 @@ import torch
 from kit.checks import GPU, Report, calibrated_sleep_cycles, gpu_alone, shared_note
 
 NUMBER = 6  # its place in the lessons
+TIMES_THE_GPU = True  # a check times the GPU: a class's grading runs it after the others (kit/grade.py)
 EDIT = "exercises/ex6_time_kernel/ex6_time_kernel.py"  # the file to edit
 
 

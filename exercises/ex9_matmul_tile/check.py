@@ -33,6 +33,7 @@ import torch
 from kit.checks import GPU, PAD, begin, devices, gpu_alone, shared_note
 
 NUMBER = 9  # its place in the lessons
+TIMES_THE_GPU = True  # a check times the GPU: a class's grading runs it after the others (kit/grade.py)
 EDIT = "exercises/ex9_matmul_tile/ex9_matmul_tile.h"  # the file to edit
 TILE = 32
 # (M, N, K), smallest first: all three different, none a multiple of 32 but the last (1, 2 and 4 steps along k)
