@@ -224,6 +224,40 @@ def test_an_exercise_without_an_op_is_checked_under_the_gpu_lock(tmp_path):
     assert any('"results"' in line for line in out.read_text().splitlines())
 
 
+TIMES = """
+import sys, time
+from pathlib import Path
+from kit import checks
+print("ready", flush=True)
+while not Path(sys.argv[1]).exists():
+    time.sleep(0.01)
+with checks.gpu_shared():  # a grader's exercise: both are in one before either times the GPU
+    time.sleep(1)
+    t0 = time.time()
+    with checks.gpu_alone() as alone:
+        time.sleep(0.5)
+    print("alone", alone, time.time() - t0, flush=True)
+"""
+
+
+def test_two_timed_checks_at_once_have_the_gpu_alone_in_turn(tmp_path):
+    """Two graders time the GPU at once, as in a class's round of timed exercises: one waits for the other's timed
+    part, then has the GPU alone itself. (A grader that kept its shared hold while it waited for the turnstile kept
+    out the one holding the turnstile, and both waited ALONE_WAIT, 60 s, then timed beside each other.)"""
+    go = tmp_path / "go"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), checks.GPU_LOCK: str(tmp_path / "gpu.lock")}
+    graders = [
+        subprocess.Popen([sys.executable, "-c", TIMES, str(go)], cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
+    for grader in graders:
+        assert grader.stdout.readline().strip() == "ready"
+    go.touch()
+    lines = [grader.communicate(timeout=200)[0].split() for grader in graders]
+    assert [line[:2] for line in lines] == [["alone", "True"]] * 2, lines
+    assert max(float(line[2]) for line in lines) < 10, lines
+
+
 def test_a_timed_check_that_cannot_have_the_gpu_alone_says_so(tmp_path, monkeypatch):
     monkeypatch.setenv(checks.GPU_LOCK, str(tmp_path / "gpu.lock"))
     monkeypatch.setattr(checks, "ALONE_WAIT", 0.5)
