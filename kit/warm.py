@@ -61,7 +61,7 @@ def main(argv=()):
     p.add_argument("names", nargs="*", help="ops or exercises to warm (default: all)")
     p.add_argument("-j", "--jobs", type=int, default=default_jobs(), help="ops built at once (default: half the cores)")
     args = p.parse_args(list(argv))
-    if compiler_cache.folder() is None:
+    if compiler_cache.shared_folder() is None:  # a user's own cache needs no warming: their builds fill it
         print("make warm: LABKIT_CACHE_DIR is not set: there is no shared cache to warm (README: the compiler cache)")
         return 2
     todo = [(name, parent) for name, parent in folders() if not args.names or name in args.names]

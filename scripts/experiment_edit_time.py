@@ -54,6 +54,9 @@ def ninja_vars(text):
 
 
 def main():
+    # no compiler cache (not even the user's own, building/compiler_cache.py): build.ninja's nvcc is then nvcc itself,
+    # and each variant below compiles, where through ccache the second run of a command would be a cache hit
+    os.environ["LABKIT_CACHE_DIR"] = ""
     cuda = loader.cuda_build_wanted()
     out = {
         "date": datetime.date.today().isoformat(),

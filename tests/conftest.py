@@ -38,7 +38,9 @@ sys.path.insert(0, str(ROOT))
 # compile each unedited file once, and take it from the cache after. Its folder is in the kit's own build folder, so
 # a fresh clone starts with an empty one. A LABKIT_CACHE_DIR already set is used as it is; LABKIT_TEST_CACHE=0 (or no
 # ccache) compiles everything afresh. The tests of the cache itself name caches of their own.
-if "LABKIT_CACHE_DIR" not in os.environ and os.environ.get("LABKIT_TEST_CACHE", "1") != "0":
+if "LABKIT_CACHE_DIR" not in os.environ and os.environ.get("LABKIT_TEST_CACHE") == "0":
+    os.environ["LABKIT_CACHE_DIR"] = ""  # no cache at all, not the user's own either
+if "LABKIT_CACHE_DIR" not in os.environ:
     from building import compiler_cache
 
     if compiler_cache.ccache() is not None:

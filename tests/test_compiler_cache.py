@@ -239,9 +239,59 @@ def test_a_compile_error_through_the_cache_shows_the_students_line(tmp_path):
 
 
 def test_without_a_cache_folder_nothing_changes_but_the_path_habit(monkeypatch):
-    monkeypatch.delenv("LABKIT_CACHE_DIR", raising=False)
+    monkeypatch.setenv("LABKIT_CACHE_DIR", "")  # set empty: no cache, not even the user's own
+    assert compiler_cache.folder() is None
     assert compiler_cache.build_environment("c++") == {"TORCH_NO_COMPILER_WRAPPER": "1"}
     assert compiler_cache.stats() is None
+
+
+def test_one_user_has_a_cache_of_their_own_where_ccache_is(monkeypatch, tmp_path):
+    monkeypatch.delenv("LABKIT_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    own = tmp_path / "xdg" / "labkit" / "compiler-cache"
+    assert compiler_cache.folder() == own and compiler_cache.shared_folder() is None
+    env = compiler_cache.build_environment("c++")
+    assert env["CCACHE_DIR"] == str(own) and "CCACHE_UMASK" not in env  # the user's umask, not a class's 002
+    (tmp_path / "blocked").write_text("")  # a cache folder that cannot be made (a file in its way, a read-only home)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "blocked"))
+    assert compiler_cache.build_environment("c++") == {"TORCH_NO_COMPILER_WRAPPER": "1"}
+    monkeypatch.setenv("LABKIT_CCACHE", "no-such-ccache")  # no ccache: no cache, and no error
+    assert compiler_cache.folder() is None
+    assert compiler_cache.build_environment("c++") == {"TORCH_NO_COMPILER_WRAPPER": "1"}
+
+
+EDIT_AND_TAKE_BACK = """
+import torch
+from kit.notebook import edit
+from loader import ops
+a = torch.arange(6.0)
+print("FIRST", ops.add2(a, a).tolist(), flush=True)
+edit("kernels/add2/add2_cpu.cpp", "load(a[i]) + load(b[i])", "load(a[i]) * 2 + load(b[i])")
+print("EDITED", ops.add2(a, a).tolist(), flush=True)
+edit("kernels/add2/add2_cpu.cpp", "load(a[i]) * 2 + load(b[i])", "load(a[i]) + load(b[i])")
+print("TAKEN BACK", ops.add2(a, a).tolist(), flush=True)
+"""
+
+
+def test_an_edit_taken_back_builds_from_the_users_own_cache(tmp_path):
+    """One user, no LABKIT_CACHE_DIR: a kernel edited, then put back as it was. The build of the put-back file is a
+    hit in the user's own cache (the build folder had only the edited object by then), and the op is right each
+    time."""
+    kit = student(tmp_path / "home")
+    env = kit_environment(kit, tmp_path / "unused", XDG_CACHE_HOME=str(tmp_path / "xdg"))
+    del env["LABKIT_CACHE_DIR"]
+    r = subprocess.run(
+        [sys.executable, "-c", EDIT_AND_TAKE_BACK], cwd=kit, env=env, capture_output=True, text=True, timeout=600
+    )
+    assert r.returncode == 0, r.stdout + r.stderr
+    lines = dict(line.split(" [", 1) for line in r.stdout.splitlines() if " [" in line)
+    assert lines == {
+        "FIRST": "0.0, 2.0, 4.0, 6.0, 8.0, 10.0]",
+        "EDITED": "0.0, 3.0, 6.0, 9.0, 12.0, 15.0]",
+        "TAKEN BACK": "0.0, 2.0, 4.0, 6.0, 8.0, 10.0]",
+    }, r.stdout + r.stderr
+    stats = compiler_cache.stats(tmp_path / "xdg" / "labkit" / "compiler-cache")
+    assert stats["hits"] >= 1 and stats["misses"] >= 3, stats  # the first build's files and the edit; the take-back
 
 
 def test_a_cache_without_ccache_says_what_to_install(monkeypatch, tmp_path):
