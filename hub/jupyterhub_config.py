@@ -134,14 +134,14 @@ CACHE = STATE / "compiler-cache"
 CACHE.mkdir(mode=0o755, exist_ok=True)
 env["LABKIT_CACHE_DIR"] = str(CACHE)
 env["LABKIT_CACHE_READONLY"] = "1"
-# what decides a build's GPU targets, as the hub was started with, for every student's server and the warm alike.
-# JupyterHub hands a server little of its own environment (PATH, LANG and a few more), and a student's build without
-# these would differ from the warm's (plain sm_90 where the hub's TORCH_CUDA_ARCH_LIST says 9.0a): no entry of the
-# cache would serve it. The compiler is left out of both: the students build with the system's c++, and so does the
-# warm (a $CXX of the hub's would be another compiler, or one the loader replaces with a note in every notebook).
+# what decides a build's GPU targets, as the hub was started with, for every student's server (the warm below has them
+# with the rest of the hub's environment). JupyterHub hands a server little of its own environment (PATH, LANG and a
+# few more), and a student's build without these would differ from the warm's (plain sm_90 where the hub's
+# TORCH_CUDA_ARCH_LIST says 9.0a): no entry of the cache would serve it. The compiler is left out of both: the
+# students build with the system's c++, and so does the warm (a $CXX of the hub's would be another compiler, or one
+# the loader replaces with a note in every notebook).
 BUILD_SETTINGS = ("TORCH_CUDA_ARCH_LIST", "CUDA_HOME", "CUDA_PATH", "PYTORCH_NVCC", "LABKIT_CUDA")
-build_env = {name: os.environ[name] for name in BUILD_SETTINGS if name in os.environ}
-env.update(build_env)
+env.update({name: os.environ[name] for name in BUILD_SETTINGS if name in os.environ})
 WARM = os.environ.get("LABKIT_HUB_WARM", "1")
 if WARM != "0":
     warm_home = STATE / "warm"
@@ -159,12 +159,7 @@ if WARM != "0":
         subprocess.Popen(
             [sys.executable, "-m", "kit.warm", *names],
             cwd=warm_kit,
-            env={
-                **warm_env,
-                **build_env,
-                "LABKIT_CACHE_DIR": str(CACHE),
-                "PYTHONPATH": classroom.python_path(warm_kit),
-            },
+            env={**warm_env, "LABKIT_CACHE_DIR": str(CACHE), "PYTHONPATH": classroom.python_path(warm_kit)},
             stdout=warm_log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
