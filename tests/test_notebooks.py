@@ -3,6 +3,7 @@
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 import nbformat
@@ -55,11 +56,25 @@ def test_notebook_runs(path, kernel_name):
     from nbclient import NotebookClient
 
     nb = nbformat.read(path, as_version=4)
+    out_dir = os.environ.get("LABKIT_EXECUTED_NOTEBOOKS")
+    hooks = {}
+    if out_dir:  # each cell's start and end as it happens: a run stopped at its time limit says where it was
+        Path(out_dir).mkdir(parents=True, exist_ok=True)
+        log = Path(out_dir) / f"{path.stem}.cells.log"
+        log.write_text("")
+
+        def note(event):
+            def hook(cell, cell_index, **_):
+                first = cell.source.splitlines()[0][:80] if cell.source else ""
+                with open(log, "a") as f:
+                    f.write(f"{time.strftime('%H:%M:%S')} {event} cell {cell_index}: {first}\n")
+
+            return hook
+
+        hooks = {"on_cell_execute": note("starts"), "on_cell_executed": note("ends")}
     client = NotebookClient(
-        nb, timeout=900, kernel_name=kernel_name, resources={"metadata": {"path": str(path.parent)}}
+        nb, timeout=900, kernel_name=kernel_name, resources={"metadata": {"path": str(path.parent)}}, **hooks
     )
     client.execute()  # raises CellExecutionError, with the cell and its traceback, if any cell fails
-    out_dir = os.environ.get("LABKIT_EXECUTED_NOTEBOOKS")
     if out_dir:  # keep the executed copy (the GPU run records them)
-        Path(out_dir).mkdir(parents=True, exist_ok=True)
         nbformat.write(nb, Path(out_dir) / path.name)

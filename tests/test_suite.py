@@ -1,9 +1,13 @@
 """The test suite's own machinery (tests/conftest.py), where it does more than set tests up."""
 
+import collections
 import os
 import subprocess
 import sys
+import types
 
+import conftest
+import pytest
 from conftest import ROOT
 
 
@@ -35,3 +39,57 @@ def test_a_failure_is_logged_as_it_happens(tmp_path):
     text = log.read_text()
     assert "test_child.py::test_fails (call)" in text and "the answer is wrong" in text, text
     assert "test_killed" not in text
+
+
+class _Worker:
+    """What xdist's scheduler asks of a worker: the tests sent to it, by index in its collection."""
+
+    shutting_down = False
+
+    def __init__(self, name):
+        self.gateway = types.SimpleNamespace(id=name)
+        self.sent = []
+
+    def send_runtest_some(self, indexes):
+        self.sent += indexes
+
+    def shutdown(self):
+        self.shutting_down = True
+
+
+def test_a_worker_in_notebook_05_is_topped_up_with_a_short_group_not_the_next_long_one():
+    """xdist gives a worker its next group while it still has two tests to run. The worker on notebook 05 (two tests,
+    the second minutes long) gets nothing more until the long one is all it has left, then the last, shortest group;
+    the class-grading tests, next in line and long, go to the first worker to be free."""
+    if conftest.LoadScopeScheduling is None:
+        pytest.skip("pytest-xdist is not installed")
+    notebook = "tests/test_notebooks.py::test_notebook_{}[05_debugging.ipynb]"
+    collection = [
+        notebook.format("is_stripped"),
+        notebook.format("runs"),
+        *(f"tests/test_hub_limits.py::test_{i}" for i in range(3)),
+        *(f"tests/test_grade_class.py::test_{i}" for i in range(3)),
+        "tests/test_devices.py::test_0",
+    ]
+    assert conftest._is_long(conftest.xdist_group(collection[0]))
+    sched = conftest.GroupScheduling.__new__(conftest.GroupScheduling)  # its state, without a pytest-xdist session
+    sched.numnodes, sched.collection, sched.log = 2, None, lambda *args: None
+    sched.workqueue, sched.assigned_work, sched.registered_collections = collections.OrderedDict(), {}, {}
+    sched.config = types.SimpleNamespace(option=types.SimpleNamespace(loadscopereorder=False))
+    first, second = _Worker("gw0"), _Worker("gw1")
+    for worker in (first, second):
+        sched.add_node(worker)
+        sched.add_node_collection(worker, collection)
+    sched.schedule()
+
+    def groups(worker):
+        return {conftest.xdist_group(collection[i]) for i in worker.sent}
+
+    assert groups(first) == {"tests/test_notebooks.py#05_debugging.ipynb"}  # two tests to run: nothing more yet
+    assert groups(second) == {"tests/test_hub_limits.py"}
+    sched.mark_test_complete(first, 0)  # the first of notebook 05 done, the long one next: the worker needs one more
+    assert groups(first) == {"tests/test_notebooks.py#05_debugging.ipynb", "tests/test_devices.py"}
+    assert list(sched.workqueue) == ["tests/test_grade_class.py"]  # for the worker that is free first
+    for i in range(3):
+        sched.mark_test_complete(second, collection.index(f"tests/test_hub_limits.py::test_{i}"))
+    assert "tests/test_grade_class.py" in groups(second)
