@@ -76,9 +76,12 @@ class Isolated:
     stdout: str
     stderr: str
     result: object  # whatever the child passed to report(...), or None
+    timed_out: float = 0.0  # the time limit, where the child ran past it and was killed
 
     @property
     def verdict(self):
+        if self.timed_out:
+            return f"ran past its {self.timed_out:g} s limit and was killed"
         if self.returncode < 0:
             return f"crashed (signal {-self.returncode})"
         if "illegal memory access" in self.stderr or "illegal memory access" in self.stdout:
@@ -106,14 +109,18 @@ def run_program(name, *args, env=None, timeout=300, wrapper=()):
 
 def _child(python_args, env, timeout, wrapper):
     full_env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(loader.ROOT)] + sys.path[1:]), **(env or {})}
-    r = subprocess.run(
-        [*wrapper, sys.executable, *python_args],
-        capture_output=True,
-        text=True,
-        env=full_env,
-        timeout=timeout,
-        cwd=loader.ROOT,
-    )
+    try:
+        r = subprocess.run(
+            [*wrapper, sys.executable, *python_args],
+            capture_output=True,
+            text=True,
+            env=full_env,
+            timeout=timeout,
+            cwd=loader.ROOT,
+        )
+    except subprocess.TimeoutExpired as e:  # what it printed until then says where it was (captured as bytes)
+        out, err = (x.decode(errors="replace") if isinstance(x, bytes) else x or "" for x in (e.stdout, e.stderr))
+        return Isolated(-9, out, err, None, timed_out=timeout)
     result = None
     for line in r.stdout.splitlines():
         if line.startswith(REPORT_MARK):

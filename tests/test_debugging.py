@@ -323,3 +323,13 @@ def test_theoretical_occupancy_follows_the_occupancy_calculator(
 ):
     got = resources.theoretical_occupancy(registers, shared, threads, H100_LIKE)
     assert got == {"blocks_per_sm": blocks, "occupancy": occupancy, "limited_by": limited_by}
+
+
+def test_a_child_past_its_time_limit_is_killed_and_says_where_it_was():
+    """A child that hangs (a tool stuck under load, a wait that never ends) is killed at its limit, and what it printed
+    until then comes back with the verdict, not a TimeoutExpired with no output."""
+    from kit.devices import run_isolated
+
+    r = run_isolated("import time\nprint('step: waiting', flush=True)\ntime.sleep(60)", timeout=3)
+    assert r.verdict == "ran past its 3 s limit and was killed", r
+    assert "step: waiting" in r.stdout and r.result is None
