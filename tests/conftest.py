@@ -180,8 +180,9 @@ if LoadScopeScheduling is not None:
 # The groups that take minutes, by the last runs' --durations: sent to the workers first, so that none of them starts
 # near the end and runs on alone once every other group is done (xdist's own order is the most tests first). On the
 # 2-core machine the builds of every op and the class's tests; on a GPU machine also the CUDA builds, each op's
-# torch.compile tests, which compile C++ for the CPU beside every other worker's builds, and the debugging and timing
-# lessons' GPU cases (120 s and 93 s there: started last, they ended a run 80 s after most workers were idle).
+# torch.compile tests, which compile C++ for the CPU beside every other worker's builds, and the debugging lesson's GPU
+# cases (120 s there: sent out last, they ended a run with most workers idle). test_timing (93 s there) is left out:
+# its CPU tests time sleeps, which the builds at the start of a 2-core run would stretch.
 LONG_GROUPS = (
     "tests/test_builds.py#aot-cuda",
     "tests/test_builds.py#aot-cpu",
@@ -191,7 +192,6 @@ LONG_GROUPS = (
     "tests/test_compiler_cache.py",
     "tests/test_loader.py",
     "tests/test_debugging.py",
-    "tests/test_timing.py",
     "tests/test_call_path.py",
     "tests/test_hub.py",
     "tests/test_browser.py",
