@@ -164,7 +164,7 @@ if LoadScopeScheduling is not None:
             class-grading tests (95 s) sat queued behind notebook 05 (238 s) and that worker ended 55 s after any
             other."""
             queue, assigned = self.workqueue, self.assigned_work.get(node, {})
-            if any(_is_long(scope) and not all(tests.values()) for scope, tests in assigned.items()):
+            if any(scope in MINUTES_LONG and not all(tests.values()) for scope, tests in assigned.items()):
                 if not node.shutting_down and self._pending_of(assigned) >= 2:
                     return
                 if len(queue) > 1:
@@ -207,10 +207,6 @@ LONG_GROUPS = (
 
 # The first five hold single tests that take minutes (a build of every op, its child pytest, notebook 05).
 MINUTES_LONG = LONG_GROUPS[:5]
-
-
-def _is_long(group):
-    return group in MINUTES_LONG
 
 
 def _group_rank(item):

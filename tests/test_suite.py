@@ -71,7 +71,7 @@ def test_a_worker_in_notebook_05_is_topped_up_with_a_short_group_not_the_next_lo
         *(f"tests/test_grade_class.py::test_{i}" for i in range(3)),
         "tests/test_devices.py::test_0",
     ]
-    assert conftest._is_long(conftest.xdist_group(collection[0]))
+    assert conftest.xdist_group(collection[0]) in conftest.MINUTES_LONG
     sched = conftest.GroupScheduling.__new__(conftest.GroupScheduling)  # its state, without a pytest-xdist session
     sched.numnodes, sched.collection, sched.log = 2, None, lambda *args: None
     sched.workqueue, sched.assigned_work, sched.registered_collections = collections.OrderedDict(), {}, {}
