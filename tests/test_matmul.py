@@ -37,7 +37,9 @@ HOPPER_VERSIONS = ["wgmma", "warpspec", "wide", "persistent", "tall"]
 # Single rows and columns, every edge of the 128 x 128, 128 x 256 and 256 x 128 tiles, K shorter than one 64-deep
 # slot and longer than the ring, 153 tiles of 128 x 256 (more than an H200's 132 SMs, so the persistent kernels'
 # blocks take a second tile), K or N no multiple of 8 (TMA cannot read such rows: the binding pads a copy), and an
-# odd N over several tiles (odd rows of C store their pairs one column on, across each tile's edges)
+# odd N over several tiles (odd rows of C store their pairs one column on, across each tile's edges), and N a few
+# columns past a multiple of the tile's width (a narrow last tile column: 264, 136, 2056, 1032), in the persistent
+# kernels over more tiles than SMs, as many full tiles as an H200 has SMs (33 x 4 of 128 x 256) included
 HOPPER_SHAPES = [
     (1, 8, 8),
     (7, 64, 16),
@@ -52,6 +54,8 @@ HOPPER_SHAPES = [
     (33, 257, 130),
     (129, 131, 1000),
     (301, 385, 203),
+    (4224, 1032, 64),
+    (4095, 4097, 72),
 ]
 
 
@@ -303,7 +307,8 @@ def test_hopper_padding_at_every_alignment(offset):
 def test_fast_runs_the_hopper_versions_where_they_fit():
     """The default picks the kernel whose tiles fill the SMs best: 128 x 128 ones where 128 x 256 ones would leave
     most SMs idle, one wave of 128 x 256, the persistent 128 x 256 one for several waves, 256 x 128 where that fills
-    the last wave better (4096 x 4104 on 132 SMs); inputs TMA cannot read are padded, not sent elsewhere."""
+    the last wave better (4096 x 4224 on 132 SMs), but not where 128 x 256 tiles leave a narrow last column, whose
+    tiles the blocks of the last wave take (4096 x 4104); inputs TMA cannot read are padded, not sent elsewhere."""
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     big, small = _ab(4096, 4096, 4096, torch.bfloat16, "cuda"), _ab(1024, 1024, 1024, torch.float16, "cuda")
     assert ops.matmul(*big, which=True) == "persistent"
@@ -311,7 +316,8 @@ def test_fast_runs_the_hopper_versions_where_they_fit():
     skinny = _ab(512, 8192, 512, torch.bfloat16, "cuda")
     assert ops.matmul(*skinny, which=True) == ("wide" if sms >= 128 else "persistent")
     if sms == 132:
-        assert ops.matmul(*_ab(4096, 4104, 64, torch.bfloat16, "cuda"), which=True) == "tall"
+        assert ops.matmul(*_ab(4096, 4224, 64, torch.bfloat16, "cuda"), which=True) == "tall"
+        assert ops.matmul(*_ab(4096, 4104, 64, torch.bfloat16, "cuda"), which=True) == "persistent"
     odd_k = _ab(256, 256, 130, torch.bfloat16, "cuda")
     assert ops.matmul(*odd_k, which=True) == "warpspec"
     flat = torch.randn(1 + 256 * 256, device="cuda").to(torch.float16)
@@ -400,7 +406,9 @@ SANITIZE_HOPPER_CHILD = """
 import torch
 from loader import ops
 sms = torch.cuda.get_device_properties(0).multi_processor_count
-for m, n, k in ((1, 8, 8), (129, 136, 72), (65, 264, 640), (33, 131, 130), (256 * 2 + 1, 256 * (sms // 2), 16)):
+shapes = [(1, 8, 8), (129, 136, 72), (65, 264, 640), (33, 131, 130), (256 * 2 + 1, 256 * (sms // 2), 16)]
+shapes.append((256 * 2 + 1, 256 * (sms // 2) + 8, 16))  # narrow last tiles, taken by the persistent blocks in turn
+for m, n, k in shapes:
     for dtype in (torch.float16, torch.bfloat16):
         a, b = torch.randn(m, k, device="cuda").to(dtype), torch.randn(k, n, device="cuda").to(dtype)
         for version in ("wgmma", "warpspec", "wide", "persistent", "tall"):

@@ -47,11 +47,17 @@
 //                                   tile; tiles are taken in groups of 16 tile-rows, so blocks running at the same
 //                                   time share their A rows and B columns in L2.
 //  12. matmul_wgmma_ws_kernel<256, 128, 2, true>    11 with 256 x 128 tiles, for the shapes whose last wave of
-//                                   128 x 256 tiles would leave most SMs idle (4096 x 4104: 544 such tiles are 4.1
+//                                   128 x 256 tiles would leave most SMs idle (4096 x 4224: 544 such tiles are 4.1
 //                                   waves of 132; 528 of 256 x 128 are exactly 4).
+// Where N is at most 64 columns past a multiple of the tile's width (4097), 10-12 compute the last tile column
+// as narrow tiles of one 64-column strip, and the persistent ones give those to the blocks with one tile fewer
+// (TileWalk in matmul_hopper.cuh).
 // ops.matmul picks among 9-12 by how well their tiles fill the SMs (matmul_hopper_choice, at the end).
 // TMA reads rows that are a multiple of 16 bytes apart from a 16-byte-aligned start; the binding copies an input that
-// is not so (K or N not a multiple of 8, or a view starting mid-row) into one whose rows are padded. Any M, N, K is
+// is not so (K or N not a multiple of 8, or a view starting mid-row) into one whose rows are padded. Eight tensor
+// maps, one per residue of the row number mod 8, would make the row strides a multiple of 16 bytes whatever K is,
+// but not the boxes' starts: a box must start on a 16-byte boundary too (on an H200, a box at column 1 of a bfloat16
+// matrix stops the kernel with an illegal instruction), so such rows cannot be read where they are. Any M, N, K is
 // correct: TMA reads zeros past the edges, and the stores are guarded. A build without sm_90a
 // (TORCH_CUDA_ARCH_LIST=9.0 rather than 9.0a) compiles these kernels to a trap and matmul_hopper_available() says no.
 //
@@ -158,17 +164,27 @@ bool matmul_hopper_available(int device) { return hopper_ready(device, &matmul_h
 
 bool matmul_tma_readable(const void* p, int64_t row_stride) { return row_stride % 8 == 0 && aligned16(p); }
 
-// The waves of blocks a grid of `tiles` needs on `sms` SMs (one block each), and how full they are.
-static double wave_use(int64_t tiles, int sms) { return double(tiles) / double(cdiv(tiles, sms) * sms); }
+// The work of the busiest block of a persistent kernel with kM x kN tiles on `sms` SMs, in full tiles (a
+// 128 x 256 tile and a 256 x 128 one take about as long): its full tiles, and for a block with one fewer, the
+// narrow tiles TileWalk gives it (a 64-column strip: 64 / kN of a full tile's work).
+template <int kN>
+static double busiest_block(int64_t M, int64_t N, int kM, int sms) {
+    const TileWalk<kN> walk(M, N, kM, sms);
+    const int64_t most = cdiv(walk.full, sms), fewer = walk.full / sms;
+    const double narrow = double(cdiv(walk.slivers, walk.shorts)) * kStrip / kN;
+    return std::max(double(most), (walk.first_short == 0 ? double(most) : double(fewer)) + narrow);
+}
 
 int matmul_hopper_choice(int64_t M, int64_t N, int device) {
     const int sms = sm_count(device);
-    const int64_t wide = cdiv(M, 128) * cdiv(N, 256), tall = cdiv(M, 256) * cdiv(N, 128);
+    const int64_t wide = cdiv(M, 128) * cdiv(N, 256);
     if (wide * 2 < sms) return kMatmulWarpSpec;  // too few 128 x 256 tiles: 128 x 128 ones fill twice the SMs
     if (wide <= sms) return kMatmulWide;          // one wave
-    // several waves: the tile shape whose last wave is fuller (4096 x 4104: 17 x 32 wide tiles are 4.1 waves on 132
-    // SMs, 33 x 16 tall ones exactly 4)
-    return wave_use(tall, sms) > wave_use(wide, sms) + 0.05 ? kMatmulTall : kMatmulPersistent;
+    // several waves: the tile shape whose busiest block has less to do (4096 x 4224: 17 x 32 wide tiles are 5 for
+    // some of 132 SMs, 33 x 16 tall ones exactly 4 each); 128 x 256 where they tie (measured faster on an H200 at
+    // 4096^3: 204 us against 211)
+    const double on_wide = busiest_block<256>(M, N, 128, sms), on_tall = busiest_block<128>(M, N, 256, sms);
+    return on_tall < on_wide - 0.01 ? kMatmulTall : kMatmulPersistent;
 }
 
 // ----------------------------------------------------------------------------------------------

@@ -90,10 +90,14 @@ __device__ __forceinline__ void wgmma_wait() {
 // tnspB = 1). scale-d 1 (accumulate), scales of A and B 1. One instruction per dtype and width.
 #define LABKIT_F8(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), \
                      "+f"(d[i + 6]), "+f"(d[i + 7])
+#define LABKIT_F32 LABKIT_F8(0), LABKIT_F8(8), LABKIT_F8(16), LABKIT_F8(24)
 #define LABKIT_F64 LABKIT_F8(0), LABKIT_F8(8), LABKIT_F8(16), LABKIT_F8(24), LABKIT_F8(32), LABKIT_F8(40), \
                    LABKIT_F8(48), LABKIT_F8(56)
 #define LABKIT_F128 LABKIT_F64, LABKIT_F8(64), LABKIT_F8(72), LABKIT_F8(80), LABKIT_F8(88), LABKIT_F8(96), \
                     LABKIT_F8(104), LABKIT_F8(112), LABKIT_F8(120)
+#define LABKIT_R32                                                                               \
+    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                    \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
 #define LABKIT_R64                                                                               \
     "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                    \
     "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "           \
@@ -114,6 +118,18 @@ template <typename T, int kN>
 __device__ __forceinline__ void wgmma(float* d, uint64_t a, uint64_t b);
 
 #ifdef LABKIT_SM90A
+template <>
+__device__ __forceinline__ void wgmma<__nv_bfloat16, 64>(float* d, uint64_t a, uint64_t b) {
+    asm volatile("wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " LABKIT_R32 ", %32, %33, 1, 1, 1, 0, 1;"
+                 : LABKIT_F32
+                 : "l"(a), "l"(b));
+}
+template <>
+__device__ __forceinline__ void wgmma<__half, 64>(float* d, uint64_t a, uint64_t b) {
+    asm volatile("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 " LABKIT_R32 ", %32, %33, 1, 1, 1, 0, 1;"
+                 : LABKIT_F32
+                 : "l"(a), "l"(b));
+}
 template <>
 __device__ __forceinline__ void wgmma<__nv_bfloat16, 128>(float* d, uint64_t a, uint64_t b) {
     asm volatile("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " LABKIT_R64 ", %64, %65, 1, 1, 1, 0, 1;"
@@ -242,6 +258,47 @@ __device__ __forceinline__ void tile_at(int tile, int tiles_m, int tiles_n, int&
     tn = in_group / rows;
 }
 
+// A narrow last tile column. Where N is a few columns past a multiple of kN (4097 = 16 x 256 + 1), the last tile
+// column holds at most one 64-column strip of C: its tiles load that strip of B alone and multiply m64n64k16 (a
+// quarter of a 128 x 256 tile's work), instead of zeros for the rest of a full tile (measured on an H200: 4096 x
+// 4104 x 4096 took 230 us on 256 x 128 tiles, 4096^3 211 us: 16 more tiles of full work for 8 columns).
+// In the persistent kernels the narrow tiles ("slivers") come after every full one and go to the blocks that have
+// one full tile fewer than the others (the last wave's idle SMs), in turn: at 4095 x 4097 on 132 SMs, 512 full 128 x
+// 256 tiles leave 16 blocks with 3 and the 32 slivers add half a tile's work to each of those, under the 4 of the rest.
+template <int kN>
+struct TileWalk {
+    int tiles_m, cols;  // the full tiles: tiles_m x cols of them (the last of them cut by N where it has no narrow one)
+    int full, slivers;  // how many full tiles; narrow ones (tiles_m, or 0 where N leaves no narrow column)
+    int first_short, shorts;  // the blocks with one full tile fewer (all, where every block has as many), that take
+    // the slivers
+
+    __host__ __device__ TileWalk(int64_t M, int64_t N, int kM, int blocks) {
+        const int64_t rem = N % kN;
+        const bool narrow = kN > kStrip && rem != 0 && rem <= kStrip;
+        tiles_m = int((M + kM - 1) / kM);
+        cols = int(N / kN) + (rem != 0 && !narrow);
+        full = tiles_m * cols;
+        slivers = narrow ? tiles_m : 0;
+        first_short = blocks > 0 ? full % blocks : 0;
+        shorts = blocks - first_short;
+    }
+    __host__ __device__ int tiles() const { return full + slivers; }
+
+    // Block b's k-th tile (b + k * blocks among the full ones, then its slivers): false past its last.
+    __device__ bool at(int b, int blocks, int k, int& tm, int& tn, bool& narrow) const {
+        const int own_full = b < full ? (full - 1 - b) / blocks + 1 : 0;
+        if (k < own_full) {
+            tile_at(b + k * blocks, tiles_m, cols, tm, tn);
+            narrow = false;
+            return true;
+        }
+        const int s = (b - first_short) + (k - own_full) * shorts;  // this block's (k - own_full)-th sliver
+        if (b < first_short || s >= slivers) return false;
+        tm = s, tn = cols, narrow = true;
+        return true;
+    }
+};
+
 // The lesson's ring: matmul_ring_step, and waits without limit.
 struct LessonRing {
     static constexpr int64_t kPolls = 0;
@@ -260,8 +317,19 @@ __global__ void __launch_bounds__(WsShape<kM, kN, kConsumers>::kThreads, 1)
     uint8_t* smem = aligned_smem(raw_smem);
     __shared__ __align__(8) uint64_t full[S::kStages], empty[S::kStages];
     const int t = threadIdx.x, group = t / kWarpgroup;
-    const int tiles_m = int((M + kM - 1) / kM), tiles_n = int((N + kN - 1) / kN), tiles = tiles_m * tiles_n;
     const int steps = int((K + kBK - 1) / kBK);
+    // This block's k-th tile: (tm, tn), narrow where it is a sliver. The persistent kernels walk the tiles as
+    // TileWalk says; the others have one tile each, their block's, narrow where N leaves a narrow last column.
+    const TileWalk<kN> walk(M, N, kM, kPersistent ? int(gridDim.x) : 0);
+    auto tile_of = [&](int k, int& tm, int& tn, bool& narrow) {
+        if constexpr (kPersistent) {
+            return walk.at(int(blockIdx.x), int(gridDim.x), k, tm, tn, narrow);
+        } else {
+            tm = int(blockIdx.y), tn = int(blockIdx.x);
+            narrow = walk.slivers > 0 && tn == walk.cols;
+            return k == 0;
+        }
+    };
     if (t == 0) {
         for (int s = 0; s < S::kStages; s++) {
             bar_init(&full[s], 1);
@@ -272,18 +340,15 @@ __global__ void __launch_bounds__(WsShape<kM, kN, kConsumers>::kThreads, 1)
     __syncthreads();
     auto slot_a = [&](int s) { return reinterpret_cast<T*>(smem + s * S::kSlotBytes); };
     auto slot_b = [&](int s) { return reinterpret_cast<T*>(smem + s * S::kSlotBytes + S::kTileBytesA); };
-    // The tiles this block computes: one (non-persistent: its own blockIdx), or every gridDim.x-th.
-    const int first_tile = kPersistent ? int(blockIdx.x) : int(blockIdx.y) * tiles_n + int(blockIdx.x);
-    const int tile_step = kPersistent ? int(gridDim.x) : tiles;
 
     if (group == 0) {  // the producer
         if constexpr (kConsumers == 2) asm volatile("setmaxnreg.dec.sync.aligned.u32 24;");
         if (t == 0) {
             int i = 0;  // this block's step count over all its tiles: the ring's position
-            for (int tile = first_tile; tile < tiles; tile += tile_step) {
-                int tm, tn;
-                if constexpr (kPersistent) tile_at(tile, tiles_m, tiles_n, tm, tn);
-                else tm = blockIdx.y, tn = blockIdx.x;
+            int tm, tn;
+            bool narrow;
+            for (int k = 0; tile_of(k, tm, tn, narrow); k++) {
+                const int strips = narrow ? 1 : kN / kStrip;  // a narrow tile's B is its one strip
                 for (int step = 0; step < steps; step++, i++) {
                     const RingStep ring = Ring::step(i, S::kStages);
                     const int s = ring.slot;
@@ -291,9 +356,9 @@ __global__ void __launch_bounds__(WsShape<kM, kN, kConsumers>::kThreads, 1)
                         atomicExch(stuck, 1);
                         return;
                     }
-                    bar_expect_bytes(&full[s], S::kSlotBytes);
+                    bar_expect_bytes(&full[s], S::kTileBytesA + strips * kStripBytes);
                     tma_load(slot_a(s), &map_a, step * kBK, tm * kM, &full[s]);
-                    for (int j = 0; j < kN / kStrip; j++)
+                    for (int j = 0; j < strips; j++)
                         tma_load(slot_b(s) + j * kBK * kStrip, &map_b, tn * kN + j * kStrip, step * kBK, &full[s]);
                 }
             }
@@ -303,10 +368,9 @@ __global__ void __launch_bounds__(WsShape<kM, kN, kConsumers>::kThreads, 1)
         const int row_in_tile = (group - 1) * (kM / kConsumers);
         const bool releases = t % kWarpgroup == 0;  // one arrival per warpgroup on the empty barriers
         int i = 0;
-        for (int tile = first_tile; tile < tiles; tile += tile_step) {
-            int tm, tn;
-            if constexpr (kPersistent) tile_at(tile, tiles_m, tiles_n, tm, tn);
-            else tm = blockIdx.y, tn = blockIdx.x;
+        int tm, tn;
+        bool narrow;
+        for (int k = 0; tile_of(k, tm, tn, narrow); k++) {
             float d[S::kHalves][kN / 2];
 #pragma unroll
             for (int h = 0; h < S::kHalves; h++)
@@ -321,9 +385,15 @@ __global__ void __launch_bounds__(WsShape<kM, kN, kConsumers>::kThreads, 1)
                     return;
                 }
                 wgmma_fence();
+                if (narrow) {  // the same for the whole warpgroup, as wgmma requires
 #pragma unroll
-                for (int h = 0; h < S::kHalves; h++)
-                    multiply_slot<T, kN>(d[h], slot_a(s) + (row_in_tile + h * 64) * kBK, slot_b(s));
+                    for (int h = 0; h < S::kHalves; h++)
+                        multiply_slot<T, kStrip>(d[h], slot_a(s) + (row_in_tile + h * 64) * kBK, slot_b(s));
+                } else {
+#pragma unroll
+                    for (int h = 0; h < S::kHalves; h++)
+                        multiply_slot<T, kN>(d[h], slot_a(s) + (row_in_tile + h * 64) * kBK, slot_b(s));
+                }
                 wgmma_commit();
                 wgmma_wait<1>();  // the step before's wgmmas are done: its slot goes back
                 if (releases && step > 0) bar_arrive(&empty[last]);
@@ -332,8 +402,11 @@ __global__ void __launch_bounds__(WsShape<kM, kN, kConsumers>::kThreads, 1)
             wgmma_wait<0>();
             if (releases) bar_arrive(&empty[last]);
 #pragma unroll
-            for (int h = 0; h < S::kHalves; h++)
-                store_block<T, kN>(c, d[h], int64_t(tm) * kM + row_in_tile + h * 64, int64_t(tn) * kN, M, N);
+            for (int h = 0; h < S::kHalves; h++) {
+                const int64_t row0 = int64_t(tm) * kM + row_in_tile + h * 64, col0 = int64_t(tn) * kN;
+                if (narrow) store_block<T, kStrip>(c, d[h], row0, col0, M, N);
+                else store_block<T, kN>(c, d[h], row0, col0, M, N);
+            }
         }
     }
 #endif
@@ -413,7 +486,7 @@ cudaError_t launch_ws(const CUtensorMap& map_a, const CUtensorMap& map_b, T* c, 
     using S = WsShape<kM, kN, kConsumers>;
     dim3 grid(unsigned(cdiv(N, kN)), unsigned(cdiv(M, kM)));
     if (kPersistent) {
-        const int64_t tiles = int64_t(grid.x) * grid.y;
+        const int64_t tiles = TileWalk<kN>(M, N, kM, 1).tiles();
         grid = dim3(unsigned(tiles < sm_count(device) ? tiles : sm_count(device)));
     }
     return launch<matmul_wgmma_ws_kernel<T, kM, kN, kConsumers, kPersistent, Ring>>(
