@@ -457,8 +457,13 @@ def test_scratch_variant_rewrites_the_copy_and_refuses_a_variant_that_changes_no
 def test_a_compile_error_shows_in_ipython_without_the_loaders_frames(capsys):
     """In a notebook the student sees file, line, message and source line; plain Python keeps the full traceback."""
     from IPython.core.interactiveshell import InteractiveShell
+    from traitlets.config import Config
 
-    shell = InteractiveShell.instance()
+    # without a history: an enabled one starts a thread that outlives the test in this worker, which sets
+    # environment variables (PYTEST_CURRENT_TEST) at every test while other threads may read them
+    config = Config()
+    config.HistoryManager.enabled = False
+    shell = InteractiveShell.instance(config=config)
     error = CompileError(
         "add2",
         "/k/add2/add2_cpu.cpp",
@@ -471,6 +476,8 @@ def test_a_compile_error_shows_in_ipython_without_the_loaders_frames(capsys):
         raise error
     except CompileError:
         shell.showtraceback()
+    finally:
+        InteractiveShell.clear_instance()
     out = capsys.readouterr().out
     assert "add2_cpu.cpp:10: error: 'oops' was not declared" in out and "+ oops);" in out
     assert "Traceback" not in out and "loader.py" not in out and "test_loader.py" not in out, out
