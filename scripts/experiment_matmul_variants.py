@@ -120,6 +120,11 @@ def unaligned(lab, dev, res):
         p[:, : m.shape[1]].copy_(m)
         return p
 
+    def pad_to(m, ld):  # a copy of m in rows ld apart (torch's copy_), as a view of its first columns
+        p = torch.empty(m.shape[0], ld, device=dev, dtype=dt)
+        p[:, : m.shape[1]].copy_(m)
+        return p[:, : m.shape[1]]
+
     def padded(rows, cols, ld, src=None):  # a rows x cols view of a matrix ld wide: TMA reads its rows as they are
         wide = torch.zeros(rows, ld, device=dev, dtype=dt)
         if src is not None:
@@ -146,6 +151,13 @@ def unaligned(lab, dev, res):
         "persistent 4096 x 4096 x 4093": persistent(a4[:, :4093], b4[:4093]),
         "persistent 4096 x 4097 x 4096": persistent(a4, padded(4096, 4097, 4104)),
         "persistent 4096 x 4104 x 4096": persistent(a4, padded(4096, 4104, 4104)),
+        # the same with B's rows 128-byte aligned (4160 apart, as the binding's copy pads them), and 4096^3 so
+        # laid out: what the narrow tile column and C's odd rows cost apart from B's row alignment
+        "persistent 4096^3, B rows 4160 apart": persistent(a4, padded(4096, 4096, 4160)),
+        "persistent 4096 x 4097 x 4096, B rows 4160 apart": persistent(a4, padded(4096, 4097, 4160)),
+        "persistent 4096 x 4104 x 4096, B rows 4160 apart": persistent(a4, padded(4096, 4104, 4160)),
+        # the binding's copy of B just before the product, as in "unaligned, A a padded view", but by torch
+        "torch's copy of B, then the product": lambda: lab.matmul(av, pad_to(b, 4160)),
         "tall 4096^3": tall(a4, b4),
         "tall unaligned, padded views": tall(av, bv),
         "tall 4096 x 4104 x 4096": tall(a4, padded(4096, 4104, 4104)),
