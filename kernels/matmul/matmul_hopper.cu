@@ -57,7 +57,8 @@
 // is not so (K or N not a multiple of 8, or a view starting mid-row) into one whose rows are padded. Eight tensor
 // maps, one per residue of the row number mod 8, would make the row strides a multiple of 16 bytes whatever K is,
 // but not the boxes' starts: a box must start on a 16-byte boundary too (on an H200, a box at column 1 of a bfloat16
-// matrix stops the kernel with an illegal instruction), so such rows cannot be read where they are. Any M, N, K is
+// matrix stops the kernel with an illegal instruction: scripts/experiment_tma_box_start.cu), so such rows cannot be
+// read where they are. Any M, N, K is
 // correct: TMA reads zeros past the edges, and the stores are guarded. A build without sm_90a
 // (TORCH_CUDA_ARCH_LIST=9.0 rather than 9.0a) compiles these kernels to a trap and matmul_hopper_available() says no.
 //
