@@ -49,7 +49,7 @@
 //  12. matmul_wgmma_ws_kernel<256, 128, 2, true>    11 with 256 x 128 tiles, for the shapes whose last wave of
 //                                   128 x 256 tiles would leave most SMs idle (4096 x 4224: 544 such tiles are 4.1
 //                                   waves of 132; 528 of 256 x 128 are exactly 4).
-// Where N is at most 64 columns past a multiple of the tile's width (4097), 10-12 compute the last tile column
+// Where N is at most 64 columns past a multiple of the tile's width (4097), 9-12 compute the last tile column
 // as narrow tiles of one 64-column strip, and the persistent ones give those to the blocks with one tile fewer
 // (TileWalk in matmul_hopper.cuh).
 // ops.matmul picks among 9-12 by how well their tiles fill the SMs (matmul_hopper_choice, at the end).
