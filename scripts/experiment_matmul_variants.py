@@ -135,9 +135,9 @@ def unaligned(lab, dev, res):
     persistent = lambda x, y: lambda: lab.matmul(x, y, version="persistent")  # noqa: E731
     fns = {
         "4096^3": lambda: lab.matmul(a4, b4),
-        # what ops.matmul does: A read where it is (eight tensor maps, by row residue), B copied into padded rows
+        # what ops.matmul does: A and B copied into padded rows (matmul_pad_rows, one launch), then the product
         "unaligned": lambda: lab.matmul(a, b),
-        # A as a padded view (one tensor map): against "unaligned", what reading A by residue costs the kernel
+        # A as a padded view, so only B is copied: against "unaligned", what A's copy costs
         "unaligned, A a padded view": lambda: lab.matmul(av, b),
         "unaligned, padded views": lambda: lab.matmul(av, bv),
         "unaligned, B rows 128-byte aligned": lambda: lab.matmul(av, padded(4093, 4097, 4160, b)),
