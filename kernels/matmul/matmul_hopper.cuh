@@ -118,42 +118,25 @@ template <typename T, int kN>
 __device__ __forceinline__ void wgmma(float* d, uint64_t a, uint64_t b);
 
 #ifdef LABKIT_SM90A
-template <>
-__device__ __forceinline__ void wgmma<__nv_bfloat16, 64>(float* d, uint64_t a, uint64_t b) {
-    asm volatile("wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " LABKIT_R32 ", %32, %33, 1, 1, 1, 0, 1;"
-                 : LABKIT_F32
-                 : "l"(a), "l"(b));
-}
-template <>
-__device__ __forceinline__ void wgmma<__half, 64>(float* d, uint64_t a, uint64_t b) {
-    asm volatile("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 " LABKIT_R32 ", %32, %33, 1, 1, 1, 0, 1;"
-                 : LABKIT_F32
-                 : "l"(a), "l"(b));
-}
-template <>
-__device__ __forceinline__ void wgmma<__nv_bfloat16, 128>(float* d, uint64_t a, uint64_t b) {
-    asm volatile("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " LABKIT_R64 ", %64, %65, 1, 1, 1, 0, 1;"
-                 : LABKIT_F64
-                 : "l"(a), "l"(b));
-}
-template <>
-__device__ __forceinline__ void wgmma<__half, 128>(float* d, uint64_t a, uint64_t b) {
-    asm volatile("wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 " LABKIT_R64 ", %64, %65, 1, 1, 1, 0, 1;"
-                 : LABKIT_F64
-                 : "l"(a), "l"(b));
-}
-template <>
-__device__ __forceinline__ void wgmma<__nv_bfloat16, 256>(float* d, uint64_t a, uint64_t b) {
-    asm volatile("wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 " LABKIT_R128 ", %128, %129, 1, 1, 1, 0, 1;"
-                 : LABKIT_F128
-                 : "l"(a), "l"(b));
-}
-template <>
-__device__ __forceinline__ void wgmma<__half, 256>(float* d, uint64_t a, uint64_t b) {
-    asm volatile("wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 " LABKIT_R128 ", %128, %129, 1, 1, 1, 0, 1;"
-                 : LABKIT_F128
-                 : "l"(a), "l"(b));
-}
+// clang-format off: one specialization per dtype and width N, made by a macro: the instruction's name carries both,
+// its operands are the N / 2 accumulators (LABKIT_R<N/2>: their %-numbers, LABKIT_F<N/2>: their bindings), then the
+// descriptors of A and B (%HALF and %NEXT, the two after the accumulators)
+#define LABKIT_WGMMA_ONE(T, TYPE, N, HALF, NEXT)                                                                       \
+    template <>                                                                                                        \
+    __device__ __forceinline__ void wgmma<T, N>(float* d, uint64_t a, uint64_t b) {                                    \
+        asm volatile("wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." TYPE "." TYPE " " LABKIT_R##HALF ", %" #HALF    \
+                     ", %" #NEXT ", 1, 1, 1, 0, 1;"                                                                    \
+                     : LABKIT_F##HALF                                                                                  \
+                     : "l"(a), "l"(b));                                                                                \
+    }
+#define LABKIT_WGMMA(N, HALF, NEXT) \
+    LABKIT_WGMMA_ONE(__nv_bfloat16, "bf16", N, HALF, NEXT) LABKIT_WGMMA_ONE(__half, "f16", N, HALF, NEXT)
+LABKIT_WGMMA(64, 32, 33)
+LABKIT_WGMMA(128, 64, 65)
+LABKIT_WGMMA(256, 128, 129)
+#undef LABKIT_WGMMA
+#undef LABKIT_WGMMA_ONE
+// clang-format on
 #endif
 
 // One slot's worth of multiply-adds for one warpgroup: its 64 rows of the A tile (a_rows, 128-byte rows) times the
@@ -269,8 +252,9 @@ template <int kN>
 struct TileWalk {
     int tiles_m, cols;  // the full tiles: tiles_m x cols of them (the last of them cut by N where it has no narrow one)
     int full, slivers;  // how many full tiles; narrow ones (tiles_m, or 0 where N leaves no narrow column)
-    int first_short, shorts;  // the blocks with one full tile fewer (all, where every block has as many), that take
-    // the slivers
+    // the blocks with one full tile fewer, which take the slivers: blocks first_short onward, shorts of them (all,
+    // where every block has as many)
+    int first_short, shorts;
 
     __host__ __device__ TileWalk(int64_t M, int64_t N, int kM, int blocks) {
         const int64_t rem = N % kN;
