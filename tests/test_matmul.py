@@ -39,7 +39,8 @@ HOPPER_VERSIONS = ["wgmma", "warpspec", "wide", "persistent", "tall"]
 # blocks take a second tile), K or N no multiple of 8 (TMA cannot read such rows: the binding pads a copy), and an
 # odd N over several tiles (odd rows of C store their pairs one column on, across each tile's edges), and N a few
 # columns past a multiple of the tile's width (a narrow last tile column: 264, 136, 2056, 1032), in the persistent
-# kernels over more tiles than SMs, as many full tiles as an H200 has SMs (33 x 4 of 128 x 256) included
+# kernels over more tiles than SMs, as many full tiles as an H200 has SMs (33 x 4 of 128 x 256) included, and odd
+# M, N, K over several waves and a K over several passes of the ring (both inputs copied into padded rows)
 HOPPER_SHAPES = [
     (1, 8, 8),
     (7, 64, 16),
@@ -56,6 +57,7 @@ HOPPER_SHAPES = [
     (301, 385, 203),
     (4224, 1032, 64),
     (4095, 4097, 72),
+    (2047, 4097, 1031),
 ]
 
 
@@ -292,13 +294,15 @@ def test_the_hopper_versions(version, dtype, mnk):
 @pytest.mark.parametrize("offset", range(8))
 def test_hopper_padding_at_every_alignment(offset):
     """Rows TMA cannot read are copied into padded ones in 16-byte pieces, shifted by the row's alignment
-    (matmul_pad_rows): rows of odd length start at every one of the 8 alignments a 2-byte element can have, the
-    first row at `offset`, and the last pack of a row ends mid-piece."""
+    (matmul_pad_rows), for the simplest version, the warp-specialized one and the persistent one: rows of odd length
+    start at every one of the 8 alignments a 2-byte element can have, the first row at `offset`, and the last pack of
+    a row ends mid-piece."""
     for dtype in (torch.float16, torch.bfloat16):
         flat = torch.randn(offset + 37 * 131 + 131 * 77, device="cuda").to(dtype)
         a = flat[offset : offset + 37 * 131].view(37, 131)
         b = flat[offset + 37 * 131 :].view(131, 77)
-        assert_matmul_close(ops.matmul(a, b, version="warpspec"), a, b)
+        for version in ("wgmma", "warpspec", "persistent"):
+            assert_matmul_close(ops.matmul(a, b, version=version), a, b)
         assert_matmul_close(ops.matmul(a, b), a, b)
 
 
@@ -408,6 +412,7 @@ from loader import ops
 sms = torch.cuda.get_device_properties(0).multi_processor_count
 shapes = [(1, 8, 8), (129, 136, 72), (65, 264, 640), (33, 131, 130), (256 * 2 + 1, 256 * (sms // 2), 16)]
 shapes.append((256 * 2 + 1, 256 * (sms // 2) + 8, 16))  # narrow last tiles, taken by the persistent blocks in turn
+shapes.append((130, 257, 389))  # both inputs padded, K over 7 steps of the ring
 for m, n, k in shapes:
     for dtype in (torch.float16, torch.bfloat16):
         a, b = torch.randn(m, k, device="cuda").to(dtype), torch.randn(k, n, device="cuda").to(dtype)
@@ -415,7 +420,8 @@ for m, n, k in shapes:
             ops.matmul(a, b, version=version)
 for offset in range(8):  # the padding copy's 16-byte pieces, at every alignment, near the ends of the storage
     flat = torch.randn(offset + 37 * 131, device="cuda").to(torch.bfloat16)
-    ops.matmul(flat[offset:].view(37, 131), flat[offset : offset + 131 * 37].view(131, 37), version="warpspec")
+    for version in ("wgmma", "warpspec", "persistent"):
+        ops.matmul(flat[offset:].view(37, 131), flat[offset : offset + 131 * 37].view(131, 37), version=version)
 torch.cuda.synchronize()
 print("matmul-hopper-child-done")
 """

@@ -58,7 +58,12 @@
 // maps, one per residue of the row number mod 8, would make the row strides a multiple of 16 bytes whatever K is,
 // but not the boxes' starts: a box must start on a 16-byte boundary too (on an H200, a box at column 1 of a bfloat16
 // matrix stops the kernel with an illegal instruction: scripts/experiment_tma_box_start.cu), so such rows cannot be
-// read where they are. Any M, N, K is
+// read where they are. Nor does the copy pay inside the product: three warps of the producer warpgroup (idle
+// but for the thread that issues TMA) copying slabs of k just ahead of the tiles' TMA loads made 4095 x 4097 x 4093
+// slower on an H200, 293 us with all of the copy inside and 276 us with the first half copied before, against
+// 260 us with the copy as a launch of its own (4096^3: 207 us, 2026-12-03). The copy inside cost the product about
+// twice the 29 us it takes alone: it shares L2 with TMA loads that already draw ~7.5 TB/s from it (48 KB per k step
+// of each 128 x 256 tile, a step every ~0.8 us on each of 132 SMs). Any M, N, K is
 // correct: TMA reads zeros past the edges, and the stores are guarded. A build without sm_90a
 // (TORCH_CUDA_ARCH_LIST=9.0 rather than 9.0a) compiles these kernels to a trap and matmul_hopper_available() says no.
 //
