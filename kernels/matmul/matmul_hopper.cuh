@@ -160,7 +160,10 @@ __device__ __forceinline__ void multiply_slot(float* d, const T* a_rows, const T
 // issues the same one store per pair on every row; the two columns no such pair holds, an odd row's first and (past
 // the tile) last, go one by one. Storing both parities alike matters: lanes of one warp hold rows of both parities,
 // and with a branch per parity each warp issued the stores of both branches (at 4096 x 4097 on an H200 the kernel
-// took 258 us, against 230 us at 4096 x 4104, whose rows are all even).
+// took 258 us, against 230 us at 4096 x 4104, whose rows are all even). An odd N still costs ~9 us at 4096 x 4097
+// (221 us against 212 at 4104, B's rows alike). Staging a warp's rows through shared memory instead, to store them as
+// aligned 16-byte pieces, was slower on an H200 (2026-12-03): 4096 x 4097 x 4096 took 263 us against 239, and the
+// kernel with that code in it took 237 us at 4096^3 against 206 even though an even N never runs it.
 template <typename T>
 __device__ __forceinline__ void store_pair(T* at, float x, float y) {
     using T2 = std::conditional_t<std::is_same_v<T, __half>, __half2, __nv_bfloat162>;
