@@ -115,15 +115,13 @@ def unaligned(lab, dev, res):
     bp[:, :4097] = b
     av, bv = ap[:, :4093], bp[:, :4097]
 
-    def pad(m):
-        p = torch.empty(m.shape[0], (m.shape[1] + 7) // 8 * 8, device=dev, dtype=dt)
-        p[:, : m.shape[1]].copy_(m)
-        return p
-
     def pad_to(m, ld):  # a copy of m in rows ld apart (torch's copy_), as a view of its first columns
         p = torch.empty(m.shape[0], ld, device=dev, dtype=dt)
         p[:, : m.shape[1]].copy_(m)
         return p[:, : m.shape[1]]
+
+    def pad(m):  # rows padded to a multiple of 8, as TMA needs
+        return pad_to(m, (m.shape[1] + 7) // 8 * 8)
 
     # a rows x cols view of a matrix ld wide (TMA reads its rows as they are), holding src or random values: never
     # zeros, which the tensor cores multiply faster than random values (an H200 ran 4096^3 with a B of zeros in 191 us

@@ -188,6 +188,14 @@ def outside_writes(dev):
     return [i - PAD if i < PAD else i - PAD + h * w for i in written]  # relative to the plane's first element
 
 
+DTYPES = (torch.float64, torch.float32)
+
+
+def gradient_check(dev, dtype):
+    """The name of the check of the gradient against torchvision's on `dev` in `dtype`."""
+    return f"gradient matches torchvision's on {dev}, {str(dtype).replace('torch.', '')}"
+
+
 def grade(ops, kit_root):
     report, op = begin(ops, "ex13_roi_scatter", EDIT)
     if op is None:
@@ -217,14 +225,13 @@ def grade(ops, kit_root):
             )
             why = "not run: the kernel writes outside grad_input (above); on a real gradient those writes would "
             why += "land in memory that is not the gradient's"
-            for dtype in ("float64", "float32"):
-                report.skip(f"gradient matches torchvision's on {dev}, {dtype}", why)
+            for dtype in DTYPES:
+                report.skip(gradient_check(dev, dtype), why)
             report.skip(f"many boxes over one region on {dev}", why)
             continue
         report.add(name, True, f"{len(EDGE_POINTS)} samples at the edges and off the map, -0.0 around the plane")
 
-        for dtype in (torch.float64, torch.float32):
-            dname = str(dtype).replace("torch.", "")
+        for dtype in DTYPES:
             failure = None
             for i, case in enumerate(CASES):
                 g = torch.Generator().manual_seed(i)
@@ -236,7 +243,7 @@ def grade(ops, kit_root):
                 if diff:
                     failure = (case, diff)
                     break
-            name = f"gradient matches torchvision's on {dev}, {dname}"
+            name = gradient_check(dev, dtype)
             if failure:
                 (size, scale, ratio, aligned), ((n, c, y, x), e, got) = failure
                 report.add(
