@@ -34,13 +34,13 @@ SHAPES = [
 GPU_SHAPES = SHAPES + [(127, 129, 257), (257, 1000, 129), (1000, 1000, 1000), (129, 257, 1000), (1000, 33, 257)]
 F32_VERSIONS = ["naive", "coalesced", "smem", "reg1d", "reg2d", "vec", "warptile", "pipelined"]
 HOPPER_VERSIONS = ["wgmma", "warpspec", "wide", "persistent", "tall"]
-# Single rows and columns, every edge of the 128 x 128, 128 x 256 and 256 x 128 tiles, K shorter than one 64-deep
-# slot and longer than the ring, 153 tiles of 128 x 256 (more than an H200's 132 SMs, so the persistent kernels'
-# blocks take a second tile), K or N no multiple of 8 (TMA cannot read such rows: the binding pads a copy), and an
-# odd N over several tiles (odd rows of C store their pairs one column on, across each tile's edges), and N a few
-# columns past a multiple of the tile's width (a narrow last tile column: 264, 136, 2056, 1032), in the persistent
-# kernels over more tiles than SMs, as many full tiles as an H200 has SMs (33 x 4 of 128 x 256) included, and odd
-# M, N, K over several waves and a K over several passes of the ring (both inputs copied into padded rows)
+# Single rows and columns, every edge of the 128 x 128, 128 x 256 and 256 x 128 tiles, K shorter than one 64-deep slot
+# and longer than the ring, 153 tiles of 128 x 256 (more than an H200's 132 SMs, so the persistent kernels' blocks take
+# a second tile), K or N no multiple of 8 (TMA cannot read such rows: the binding pads a copy; of A alone, 1001, or of B
+# alone, 131), and an odd N over several tiles (odd rows of C store their pairs one column on, across each tile's
+# edges), and N a few columns past a multiple of the tile's width (a narrow last tile column: 264, 136, 2056, 1032), in
+# the persistent kernels over more tiles than SMs, as many full tiles as an H200 has SMs (33 x 4 of 128 x 256) included,
+# and odd M, N, K over several waves and a K over several passes of the ring (both inputs copied into padded rows)
 HOPPER_SHAPES = [
     (1, 8, 8),
     (7, 64, 16),
@@ -54,6 +54,7 @@ HOPPER_SHAPES = [
     (1, 1, 1),
     (33, 257, 130),
     (129, 131, 1000),
+    (200, 520, 1001),
     (301, 385, 203),
     (4224, 1032, 64),
     (4095, 4097, 72),
@@ -294,14 +295,14 @@ def test_the_hopper_versions(version, dtype, mnk):
 @pytest.mark.parametrize("offset", range(8))
 def test_hopper_padding_at_every_alignment(offset):
     """Rows TMA cannot read are copied into padded ones in 16-byte pieces, shifted by the row's alignment
-    (matmul_pad_rows), for the simplest version, the warp-specialized one and the persistent one: rows of odd length
+    (matmul_pad_rows), for every Hopper version (each reads what the copy wrote): rows of odd length
     start at every one of the 8 alignments a 2-byte element can have, the first row at `offset`, and the last pack of
     a row ends mid-piece."""
     for dtype in (torch.float16, torch.bfloat16):
         flat = torch.randn(offset + 37 * 131 + 131 * 77, device="cuda").to(dtype)
         a = flat[offset : offset + 37 * 131].view(37, 131)
         b = flat[offset + 37 * 131 :].view(131, 77)
-        for version in ("wgmma", "warpspec", "persistent"):
+        for version in HOPPER_VERSIONS:
             assert_matmul_close(ops.matmul(a, b, version=version), a, b)
         assert_matmul_close(ops.matmul(a, b), a, b)
 

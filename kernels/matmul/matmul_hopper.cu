@@ -65,8 +65,16 @@
 // twice the 29 us it takes alone: it shares L2 with TMA loads that already draw ~7.5 TB/s from it (48 KB per k step
 // of each 128 x 256 tile, a step every ~0.8 us on each of 132 SMs). Launching the product as a programmatic
 // dependent of the copy (its blocks set up while the copy's last ones run) gained nothing measurable either (258.7 us
-// against 256.3). Any M, N, K is
-// correct: TMA reads zeros past the edges, and the stores are guarded. A build without sm_90a
+// against 256.3). Nor does reading such inputs where they are (H200, 2026-12-03, 4095 x 4097 x 4093 bfloat16 beside
+// 4096^3 at ~207 us; 255 us with both inputs copied): the producer warpgroup's 128 threads loading each step's tile in
+// 16-byte pieces, shifting them in registers and storing them swizzled took 599 us with A so read (B copied), 935 us
+// with B, 1310 us with both (registers hold one step's loads, so every step waited a round trip through L2); eight
+// tensor maps per input, one per residue of the row number mod 8 (rows 8 apart are 16 ld bytes apart, and a box 8
+// columns wider starts on a 16-byte boundary), whose raw boxes three producer warps then shifted into place, took
+// 545 us with A, 732 with B, 1018 with both. Of those 545 us, the raw boxes alone (loaded and left unshifted, which
+// gives wrong sums) took 323: ~80 us over the kernel on A copied, and shifting 16 KB per step in shared memory ~220 us
+// more; the proxy fence before wgmma reads the shifted tiles cost nothing measurable (550 us without it).
+// Any M, N, K is correct: TMA reads zeros past the edges, and the stores are guarded. A build without sm_90a
 // (TORCH_CUDA_ARCH_LIST=9.0 rather than 9.0a) compiles these kernels to a trap and matmul_hopper_available() says no.
 //
 // This file holds version 8, the launchers and the choice; the pieces (TMA, mbarrier, wgmma, the epilogue), the
