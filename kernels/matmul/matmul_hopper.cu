@@ -57,8 +57,9 @@
 // is not so (K or N not a multiple of 8, or a view starting mid-row) into one whose rows are padded. Eight tensor
 // maps, one per residue of the row number mod 8, would make the row strides a multiple of 16 bytes whatever K is,
 // but not the boxes' starts: a box must start on a 16-byte boundary too (on an H200, a box at column 1 of a bfloat16
-// matrix stops the kernel with an illegal instruction: scripts/experiment_tma_box_start.cu), so such rows cannot be
-// read where they are. Nor does the copy pay inside the product: three warps of the producer warpgroup (idle
+// matrix stops the kernel with an illegal instruction: scripts/experiment_tma_box_start.cu), so TMA cannot put such
+// rows in the slots as wgmma reads them (boxes 8 columns wider, from the boundary before each row, still need shifting
+// into place: measured below). Nor does the copy pay inside the product: three warps of the producer warpgroup (idle
 // but for the thread that issues TMA) copying slabs of k just ahead of the tiles' TMA loads made 4095 x 4097 x 4093
 // slower on an H200, 293 us with all of the copy inside and 276 us with the first half copied before, against
 // 260 us with the copy as a launch of its own (4096^3: 207 us, 2026-12-03). The copy inside cost the product about
@@ -68,12 +69,12 @@
 // against 256.3). Nor does reading such inputs where they are (H200, 2026-12-03, 4095 x 4097 x 4093 bfloat16 beside
 // 4096^3 at ~207 us; 255 us with both inputs copied): the producer warpgroup's 128 threads loading each step's tile in
 // 16-byte pieces, shifting them in registers and storing them swizzled took 599 us with A so read (B copied), 935 us
-// with B, 1310 us with both (registers hold one step's loads, so every step waited a round trip through L2); eight
-// tensor maps per input, one per residue of the row number mod 8 (rows 8 apart are 16 ld bytes apart, and a box 8
-// columns wider starts on a 16-byte boundary), whose raw boxes three producer warps then shifted into place, took
-// 545 us with A, 732 with B, 1018 with both. Of those 545 us, the raw boxes alone (loaded and left unshifted, which
-// gives wrong sums) took 323: ~80 us over the kernel on A copied, and shifting 16 KB per step in shared memory ~220 us
-// more; the proxy fence before wgmma reads the shifted tiles cost nothing measurable (550 us without it).
+// with B, 1310 us with both (registers hold one step's loads, so every step waited a round trip through L2); the
+// eight residue maps per input with boxes 8 columns wider, from the boundary before each row, shifted into place by
+// three producer warps, took 545 us with A, 732 with B, 1018 with both. Of those 545 us, the raw boxes alone (loaded
+// and left unshifted, which gives wrong sums) took 323: ~80 us over the kernel on A copied, and shifting 16 KB per
+// step in shared memory ~220 us more; the proxy fence before wgmma reads the shifted tiles cost nothing measurable
+// (550 us without it).
 // Any M, N, K is correct: TMA reads zeros past the edges, and the stores are guarded. A build without sm_90a
 // (TORCH_CUDA_ARCH_LIST=9.0 rather than 9.0a) compiles these kernels to a trap and matmul_hopper_available() says no.
 //
