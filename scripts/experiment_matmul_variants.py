@@ -4,8 +4,9 @@
    LABKIT_MATMUL_SWEEP defined runs the shape that $LABKIT_MATMUL_SWEEP_SHAPE names (0-5, matmul.cu's
    launch_pipelined); each is checked against a float64 matmul on awkward shapes and timed beside torch.matmul
    (TF32 off) and versions 6 and 13, side by side in one process.
-2. Where the time of a 16-bit product whose sizes TMA cannot read as they are goes (4095 x 4097 x 4093): the copies
-   into padded rows, the kernel on already-padded inputs, and each Hopper version, beside the 4096^3 product.
+2. Where the time of a 16-bit product whose sizes TMA cannot read as they are goes (4095 x 4097 x 4093): B's copy
+   into padded rows, A read through its residue maps, the kernel on already-padded inputs, and each Hopper version,
+   beside the 4096^3 product.
 
     python scripts/experiment_matmul_variants.py     (prints; writes results/<date>-<gpu>/matmul-variants-float32.json
                                                       and -unaligned.json, or into $OUT where it is set)
@@ -136,9 +137,10 @@ def unaligned(lab, dev, res):
     persistent = lambda x, y: lambda: lab.matmul(x, y, version="persistent")  # noqa: E731
     fns = {
         "4096^3": lambda: lab.matmul(a4, b4),
-        # what ops.matmul does: A and B copied into padded rows (matmul_pad_rows, one launch), then the product
+        # what ops.matmul does: B copied into padded rows (matmul_pad_rows), then the product, reading A through
+        # its eight residue maps (matmul_hopper.cuh's AMaps)
         "unaligned": lambda: lab.matmul(a, b),
-        # A as a padded view, so only B is copied: against "unaligned", what A's copy costs
+        # A as a padded view: against "unaligned", what reading A through its maps costs
         "unaligned, A a padded view": lambda: lab.matmul(av, b),
         "unaligned, padded views": lambda: lab.matmul(av, bv),
         "unaligned, B rows 128-byte aligned": lambda: lab.matmul(av, padded(4093, 4097, 4160, b)),

@@ -37,10 +37,12 @@ HOPPER_VERSIONS = ["wgmma", "warpspec", "wide", "persistent", "tall"]
 # Single rows and columns, every edge of the 128 x 128, 128 x 256 and 256 x 128 tiles, K shorter than one 64-deep slot
 # and longer than the ring, 153 tiles of 128 x 256 (more than an H200's 132 SMs, so the persistent kernels' blocks take
 # a second tile), K or N no multiple of 8 (TMA cannot read such rows: the binding pads a copy; of A alone, 1001, or of B
-# alone, 131), and an odd N over several tiles (odd rows of C store their pairs one column on, across each tile's
-# edges), and N a few columns past a multiple of the tile's width (a narrow last tile column: 264, 136, 2056, 1032), in
-# the persistent kernels over more tiles than SMs, as many full tiles as an H200 has SMs (33 x 4 of 128 x 256) included,
-# and odd M, N, K over several waves and a K over several passes of the ring (both inputs copied into padded rows)
+# alone, 131; versions 9-12 read an A with rows enough through eight tensor maps, one per row mod 8: 2047 and 1000
+# rows, K of 125 taking one 64-deep step more in the maps whose rows start late in their 16 bytes), and an odd N over
+# several tiles (odd rows of C store their pairs one column on, across each tile's edges), and N a few columns past a
+# multiple of the tile's width (a narrow last tile column: 264, 136, 2056, 1032), in the persistent kernels over more
+# tiles than SMs, as many full tiles as an H200 has SMs (33 x 4 of 128 x 256) included, and odd M, N, K over several
+# waves and a K over several passes of the ring (both inputs unaligned)
 HOPPER_SHAPES = [
     (1, 8, 8),
     (7, 64, 16),
@@ -59,6 +61,7 @@ HOPPER_SHAPES = [
     (4224, 1032, 64),
     (4095, 4097, 72),
     (2047, 4097, 1031),
+    (1000, 264, 125),
 ]
 
 
@@ -309,6 +312,41 @@ def test_hopper_padding_at_every_alignment(offset):
 
 @pytest.mark.cuda
 @pytest.mark.skipif(not on_hopper(), reason="the Hopper versions need a Hopper GPU (compute capability 9.0)")
+def test_hopper_residue_maps_read_a_where_it_is():
+    """Versions 9-12 read an A whose rows TMA cannot read where they are through eight tensor maps, one per row mod 8,
+    each from the 16-byte boundary before its rows (matmul_hopper.cuh's AMaps), where A has rows enough (1000 here):
+    no copy of A is made, and what lies before each row's start in those 16 bytes (the end of the row before, or a
+    slice's columns past its width) never reaches the product, not even an infinity, which times the zeros that
+    stand for B's rows before its first would make NaN. Rows start at every alignment (125 columns) or all one
+    element past a boundary (an unaligned start)."""
+    for dtype in (torch.float16, torch.bfloat16):
+        b = torch.randn(125, 264, device="cuda").to(dtype)
+        wide = torch.randn(1000, 131, device="cuda").to(dtype)
+        wide[:, 125:] = float("inf")  # past the slice's width: before the next row's start
+        flat = torch.randn(1 + 1000 * 128, device="cuda").to(dtype)
+        for a in (wide[:, :125], flat[1:].view(1000, 128)[:, :125], flat[1:].view(1000, 128)):
+            bb = b if a.shape[1] == 125 else torch.randn(128, 264, device="cuda").to(dtype)
+            for version in ("warpspec", "wide", "persistent", "tall"):
+                torch.cuda.synchronize()
+                before = torch.cuda.memory_allocated()
+                torch.cuda.reset_peak_memory_stats()
+                got = ops.matmul(a, bb, version=version)
+                extra = torch.cuda.max_memory_allocated() - before - got.numel() * got.element_size()
+                if version != "tall":  # 1000 rows in 256-row tiles: 4 of one map, 8 of eight: tall copies A
+                    assert extra < a.shape[0] * a.shape[1] * a.element_size(), (version, extra)
+                assert_matmul_close(got, a, bb)
+        # infinities at the end of every other row of a contiguous A: those rows' products are infinite or NaN, as in
+        # float64, and the rows after them exact
+        a = torch.randn(1000, 125, device="cuda").to(dtype)
+        a[::2, -1] = float("inf")
+        for version in ("warpspec", "persistent"):
+            got = ops.matmul(a, b, version=version)
+            assert not torch.isfinite(got[::2]).any()
+            assert_matmul_close(got[1::2], a[1::2], b)
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not on_hopper(), reason="the Hopper versions need a Hopper GPU (compute capability 9.0)")
 def test_fast_runs_the_hopper_versions_where_they_fit():
     """The default picks the kernel whose tiles fill the SMs best: 128 x 128 ones where 128 x 256 ones would leave
     most SMs idle, one wave of 128 x 256, the persistent 128 x 256 one for several waves, 256 x 128 where that fills
@@ -414,6 +452,7 @@ sms = torch.cuda.get_device_properties(0).multi_processor_count
 shapes = [(1, 8, 8), (129, 136, 72), (65, 264, 640), (33, 131, 130), (256 * 2 + 1, 256 * (sms // 2), 16)]
 shapes.append((256 * 2 + 1, 256 * (sms // 2) + 8, 16))  # narrow last tiles, taken by the persistent blocks in turn
 shapes.append((130, 257, 389))  # both inputs padded, K over 7 steps of the ring
+shapes.append((1000, 136, 125))  # A read through its eight residue maps (versions 9-12), the lag columns zeroed
 for m, n, k in shapes:
     for dtype in (torch.float16, torch.bfloat16):
         a, b = torch.randn(m, k, device="cuda").to(dtype), torch.randn(k, n, device="cuda").to(dtype)

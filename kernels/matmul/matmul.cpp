@@ -88,21 +88,24 @@ TORCH_LIBRARY_IMPL(labkit, Autograd, m) { m.impl("matmul", &matmul_autograd_impl
 // CUDA: the guard makes a's GPU current; launches go to its current stream.
 #ifdef LABKIT_WITH_CUDA
 
-// a and b as TMA can read them: rows of consecutive elements, a multiple of 16 bytes apart, from a 16-byte-aligned
-// start. Each itself where it is so (a slice of a wider matrix included: its rows keep their stride), else one copy
-// whose rows are padded to a multiple of 64 elements (128 bytes: TMA reads rows that start on a 128-byte line ~10%
-// faster than rows only 16 bytes aligned, measured on an H200 at 4093 x 4097): its first m.size(1) columns are m's,
-// the rest never read (a tensor map's edge is the true width; it reads zeros past it). Rows of consecutive elements
-// are copied by matmul_pad_rows, a's and b's in one launch, in 16-byte pieces; others (a transposed view) by torch's
-// copy_.
-static std::pair<at::Tensor, at::Tensor> tma_readable(const at::Tensor& a, const at::Tensor& b) {
+// a and b as `version` can read them: rows of consecutive elements, a multiple of 16 bytes apart, from a
+// 16-byte-aligned start, as TMA reads them. Each itself where it is so (a slice of a wider matrix included: its rows
+// keep their stride); a itself also where its rows are consecutive elements that the version reads through eight
+// tensor maps (matmul_reads_a_by_residue: 4095 x 4093); else one copy whose rows are padded to a multiple of 64
+// elements (128 bytes: TMA reads rows that start on a 128-byte line ~10% faster than rows only 16 bytes aligned,
+// measured on an H200 at 4093 x 4097): its first m.size(1) columns are m's, the rest never read (a tensor map's edge
+// is the true width; it reads zeros past it). Rows of consecutive elements are copied by matmul_pad_rows, a's and b's
+// in one launch, in 16-byte pieces; others (a transposed view) by torch's copy_.
+static std::pair<at::Tensor, at::Tensor> tma_readable(const at::Tensor& a, const at::Tensor& b, int version) {
     std::array<at::Tensor, 2> out = {a, b};
     std::array<MatmulPadJob, 2> jobs{};
     int count = 0;
-    for (at::Tensor& m : out) {
+    for (size_t i = 0; i < out.size(); i++) {
+        at::Tensor& m = out[i];
         const int64_t cols = m.size(1);
         const bool plain_rows = (m.stride(1) == 1 || cols == 1) && m.stride(0) >= cols;  // each row consecutive
         if (plain_rows && matmul_tma_readable(m.data_ptr(), m.stride(0))) continue;
+        if (plain_rows && i == 0 && matmul_reads_a_by_residue(version, m.size(0))) continue;  // a, through 8 maps
         at::Tensor padded = at::empty({m.size(0), (cols + 63) / 64 * 64}, m.options());
         if (plain_rows) {
             jobs[count++] = {padded.data_ptr(), padded.stride(0), m.data_ptr(), m.stride(0), m.size(0), cols};
@@ -124,7 +127,7 @@ static at::Tensor matmul_cuda_run(DType dtype, const at::Tensor& a, const at::Te
     if (version == kMatmulFast) version = matmul_fast_version(dtype, M, N, a.get_device());
     at::Tensor ac, bc;
     if (matmul_is_hopper(version)) {  // TMA reads the matrices where they are, if it can
-        std::tie(ac, bc) = tma_readable(a, b);
+        std::tie(ac, bc) = tma_readable(a, b, version);
     } else {  // the other kernels walk rows of exactly K and N elements
         ac = a.contiguous();
         bc = b.contiguous();

@@ -45,8 +45,12 @@ bool matmul_wmma_supported(int device);
 bool matmul_hopper_available(int device);
 // Whether TMA can read a 16-bit matrix at p whose rows are `row_stride` elements apart: rows a multiple of 16 bytes
 // apart, and a 16-byte-aligned start. The binding copies an input that it cannot read into one it can (rows padded
-// to 8 elements).
+// to 64 elements), unless it is an A that the version reads through its residue maps (matmul_reads_a_by_residue).
 bool matmul_tma_readable(const void* p, int64_t row_stride);
+// Whether `version` reads an A of M rows that TMA cannot read as they are through eight tensor maps, one per residue
+// of the row number mod 8 (matmul_hopper.cuh's AMaps), rather than from a padded copy: versions 9-12, where eight
+// maps take no more tiles than one would (4095 rows, not 200).
+bool matmul_reads_a_by_residue(int version, int64_t M);
 // One copy for matmul_pad_rows: a rows x cols matrix of 16-bit elements whose rows are ld_src elements apart (each
 // row contiguous; any 2-byte alignment) into dst, whose rows are ld_dst apart (a multiple of 8, dst 16-byte aligned):
 // what TMA can read. dst's columns past cols, up to the next multiple of 8, get unspecified values.

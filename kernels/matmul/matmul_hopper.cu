@@ -51,30 +51,32 @@
 //                                   waves of 132; 528 of 256 x 128 are exactly 4).
 // Where N is at most 64 columns past a multiple of the tile's width (4097), 9-12 compute the last tile column
 // as narrow tiles of one 64-column strip, and the persistent ones give those to the blocks with one tile fewer
-// (TileWalk in matmul_hopper.cuh).
+// (TileWalk in matmul_hopper.cuh); a 128 x 256 tile's slot holds two k steps of a narrow one.
 // ops.matmul picks among 9-12 by how well their tiles fill the SMs (matmul_hopper_choice, at the end).
-// TMA reads rows that are a multiple of 16 bytes apart from a 16-byte-aligned start; the binding copies an input that
-// is not so (K or N not a multiple of 8, or a view starting mid-row) into one whose rows are padded. Eight tensor
-// maps, one per residue of the row number mod 8, would make the row strides a multiple of 16 bytes whatever K is,
-// but not the boxes' starts: a box must start on a 16-byte boundary too (on an H200, a box at column 1 of a bfloat16
-// matrix stops the kernel with an illegal instruction: scripts/experiment_tma_box_start.cu), so TMA cannot put such
-// rows in the slots as wgmma reads them (boxes 8 columns wider, from the boundary before each row, still need shifting
-// into place: measured below). Nor does the copy pay inside the product: three warps of the producer warpgroup (idle
-// but for the thread that issues TMA) copying slabs of k just ahead of the tiles' TMA loads made 4095 x 4097 x 4093
-// slower on an H200, 293 us with all of the copy inside and 276 us with the first half copied before, against
-// 260 us with the copy as a launch of its own (4096^3: 207 us, 2026-12-03). The copy inside cost the product about
-// twice the 29 us it takes alone: it shares L2 with TMA loads that already draw ~7.5 TB/s from it (48 KB per k step
-// of each 128 x 256 tile, a step every ~0.8 us on each of 132 SMs). Launching the product as a programmatic
-// dependent of the copy (its blocks set up while the copy's last ones run) gained nothing measurable either (258.7 us
-// against 256.3). Nor does reading such inputs where they are (H200, 2026-12-03, 4095 x 4097 x 4093 bfloat16 beside
-// 4096^3 at ~207 us; 255 us with both inputs copied): the producer warpgroup's 128 threads loading each step's tile in
-// 16-byte pieces, shifting them in registers and storing them swizzled took 599 us with A so read (B copied), 935 us
-// with B, 1310 us with both (registers hold one step's loads, so every step waited a round trip through L2); the
-// eight residue maps per input with boxes 8 columns wider, from the boundary before each row, shifted into place by
-// three producer warps, took 545 us with A, 732 with B, 1018 with both. Of those 545 us, the raw boxes alone (loaded
-// and left unshifted, which gives wrong sums) took 323: ~80 us over the kernel on A copied, and shifting 16 KB per
-// step in shared memory ~220 us more; the proxy fence before wgmma reads the shifted tiles cost nothing measurable
-// (550 us without it).
+// TMA reads rows that are a multiple of 16 bytes apart, each box from a 16-byte boundary (on an H200, a box at
+// column 1 of a bfloat16 matrix stops the kernel with an illegal instruction: scripts/experiment_tma_box_start.cu).
+// Where A's rows are not so (K not a multiple of 8, or a view starting mid-row), 9-12 read A where it is, through
+// eight tensor maps, one per residue of the row number mod 8: rows 8 apart are a multiple of 16 bytes apart, and the
+// rows of one map all start the same few elements past a 16-byte boundary, an offset the kernel moves onto the k of B's
+// rows, which may start anywhere (AMaps in matmul_hopper.cuh). They do so where A has rows enough for the eight maps
+// to take no more tiles than one would (4095 rows, not 200). Version 8 and B (whose offset would move C's columns,
+// not k) are copied by the binding into rows padded to 128 bytes (matmul_pad_rows, below).
+// On an H200 (2026-12-03, bfloat16, make bench) 4095 x 4097 x 4093 ran at 0.818 of 4096^3's speed with both inputs
+// copied and at 0.830 with A read through its maps (251 us against 209). Each beside an A already padded
+// (results/2026-12-03-nvidia-h200/matmul-unaligned-reads.json), A's copy cost ~15 us and its maps ~11, mostly because
+// the maps' rows start part way into 128-byte lines (a box row then spans two, where the copy's rows start on one).
+// Other ways in were slower. Three warps of the producer warpgroup (idle but for the thread that issues TMA) copying
+// slabs of k just ahead of the tiles' TMA loads: 293 us with all of the copy inside, 276 us with its first half done
+// before, against 260 us with the copy as a launch of its own (4096^3: 207 us); the copy inside cost the product
+// twice its time alone, sharing L2 with TMA loads that already draw ~7.5 TB/s from it (48 KB per k step of each
+// 128 x 256 tile, a step every ~0.8 us on each of 132 SMs). The product launched as a programmatic dependent of the
+// copy (its blocks set up while the copy's last ones run): no measurable gain (258.7 us against 256.3). Reading the
+// unaligned rows where they are in other ways (against 255 us with both inputs copied): the producer's 128
+// threads loading each step's tile in 16-byte pieces, shifting them in registers and storing them swizzled took
+// 599 us with A so read (B copied), 935 with B, 1310 with both (registers hold one step's loads, so every step waited
+// a round trip through L2); the eight maps per input with the offset left in boxes 8 columns wider and undone by
+// three producer warps in shared memory took 545 us with A, 732 with B, 1018 with both (the raw boxes alone 323 us,
+// shifting 16 KB per step ~220 us more).
 // Any M, N, K is correct: TMA reads zeros past the edges, and the stores are guarded. A build without sm_90a
 // (TORCH_CUDA_ARCH_LIST=9.0 rather than 9.0a) compiles these kernels to a trap and matmul_hopper_available() says no.
 //
@@ -146,7 +148,7 @@ __global__ void __launch_bounds__(kWarpgroup)
         __syncthreads();  // every thread is done with slot s before thread 0 refills it
     }
 #pragma unroll
-    for (int h = 0; h < 2; h++) store_block<T, 128>(c, d[h], row0 + h * 64, col0, M, N);
+    for (int h = 0; h < 2; h++) store_block<T, 128>(c, d[h], row0 + h * 64, 1, col0, M, N);
 #endif
 }
 
@@ -159,14 +161,16 @@ constexpr int tile_rows(int version) { return version == kMatmulTall ? 256 : 128
 template <typename T>
 cudaError_t launch_hopper(int version, T* c, const T* a, const T* b, int64_t M, int64_t N, int64_t K, int64_t lda,
                           int64_t ldb, int device, cudaStream_t stream) {
-    CUtensorMap map_a, map_b;
-    if (!make_map(&map_a, a, M, K, lda, tile_rows(version)) || !make_map(&map_b, b, K, N, ldb, kBK))
+    AMaps map_a;
+    CUtensorMap map_b;
+    if (!make_a_maps(&map_a, a, M, K, lda, tile_rows(version)) || !make_map(&map_b, b, K, N, ldb, kBK))
         return cudaErrorInvalidValue;
     switch (version) {
-        case kMatmulWgmma: {
+        case kMatmulWgmma: {  // one map of A: version 8 reads no residue maps (matmul_reads_a_by_residue)
+            if (map_a.residues != 1) return cudaErrorInvalidValue;
             const dim3 grid(unsigned(cdiv(N, 128)), unsigned(cdiv(M, kHM)));
-            return launch<matmul_tma_wgmma_kernel<T>>(kWarpgroup, kSmem8, grid, device, stream, map_a, map_b, c, M, N,
-                                                      K);
+            return launch<matmul_tma_wgmma_kernel<T>>(kWarpgroup, kSmem8, grid, device, stream, map_a.map[0], map_b, c,
+                                                      M, N, K);
         }
         case kMatmulWarpSpec: return launch_ws<T, 128, 128, 1, false>(map_a, map_b, c, M, N, K, device, stream);
         case kMatmulWide: return launch_ws<T, 128, 256, 2, false>(map_a, map_b, c, M, N, K, device, stream);
@@ -180,6 +184,10 @@ cudaError_t launch_hopper(int version, T* c, const T* a, const T* b, int64_t M, 
 bool matmul_hopper_available(int device) { return hopper_ready(device, &matmul_hopper_built); }
 
 bool matmul_tma_readable(const void* p, int64_t row_stride) { return row_stride % 8 == 0 && aligned16(p); }
+
+bool matmul_reads_a_by_residue(int version, int64_t M) {
+    return version >= kMatmulWarpSpec && version <= kMatmulTall && residue_maps_fit(M, tile_rows(version));
+}
 
 // The work of the busiest block of a persistent kernel with kM x kN tiles on `sms` SMs, in full tiles (a
 // 128 x 256 tile and a 256 x 128 one take about as long): its full tiles, and for a block with one fewer, the
@@ -196,7 +204,7 @@ int matmul_hopper_choice(int64_t M, int64_t N, int device) {
     const int sms = sm_count(device);
     const int64_t wide = cdiv(M, 128) * cdiv(N, 256);
     if (wide * 2 < sms) return kMatmulWarpSpec;  // too few 128 x 256 tiles: 128 x 128 ones fill twice the SMs
-    if (wide <= sms) return kMatmulWide;          // one wave
+    if (wide <= sms) return kMatmulWide;  // one wave
     // several waves: the tile shape whose busiest block has less to do (4096 x 4224: 17 x 32 wide tiles are 5 for
     // some of 132 SMs, 33 x 16 tall ones exactly 4 each); 128 x 256 where they tie (measured faster on an H200 at
     // 4096^3: 204 us against 211)
@@ -206,57 +214,90 @@ int matmul_hopper_choice(int64_t M, int64_t N, int device) {
 
 // ----------------------------------------------------------------------------------------------
 // The copy for inputs TMA cannot read as they are: a job's dst rows (ld_dst elements apart, a multiple of 8, 16-byte
-// aligned) get its src rows (ld_src apart, any 2-byte alignment), 16-bit elements; A's and B's copies are the two
-// halves of one launch (blockIdx.z), so that neither waits for the other's last blocks. A copy moves bytes and
-// nothing else, so what matters is moving them in 16-byte pieces: each thread writes one aligned 16-byte pack of
-// dst (8 elements) and reads the two aligned 16-byte pieces of src that hold those 8 elements (they start e elements
-// into the first, e = 0-7 where the row's alignment puts them), then shifts the 32 bytes right by e elements. The
-// neighbouring thread reads the same second piece: from L1, not DRAM. Past the row's end the pack holds whatever the
-// pieces held: TMA reads only the first `cols` columns (the tensor map's width). The pieces of the matrix's very end,
-// which may stick out of its allocation, are read element by element instead.
+// aligned) get its src rows (ld_src apart, any 2-byte alignment), 16-bit elements; where both A and B need it, their
+// copies are the two halves of one launch (blockIdx.y), so that neither waits for the other's last blocks. A copy
+// moves bytes and nothing else, so what matters is moving them in 16-byte pieces: a thread writes aligned 16-byte
+// packs of dst (8 elements each) and reads the two aligned 16-byte pieces of src that hold a pack's 8 elements (they
+// start e elements into the first, e = 0-7 where the row's alignment puts them), then shifts the 32 bytes right by
+// e elements. The neighbouring thread reads the same second piece: from L1, not DRAM. Past the row's end the pack
+// holds whatever the pieces held: TMA reads only the first `cols` columns (the tensor map's width). The pieces of the
+// matrix's very end, which may stick out of its allocation, are read element by element instead.
 // The source is read once, so its loads are marked streaming (evict first): the padded copy the matmul reads next
-// is what L2 (50 MB on an H200) should keep. At 4095 x 4093 and 4093 x 4097 the copies read and write 134 MB: ~31 us
-// at a copy's ~4.3 TB/s, unless L2 keeps some of the writes. Measured on an H200 (4095 x 4097 x 4093's time less the
-// kernel's on inputs already padded alike): 29 us, where two launches with plain loads took 39 us.
+// is what L2 (50 MB on an H200) should keep. A block copies a row, each thread two packs of it with both packs' loads
+// in flight before the first store, in as many warps as the widest row needs for one pass (4097 columns: 513 packs,
+// 9 warps). At 4093 x 4097 the copy reads and writes 67 MB: ~16 us at a copy's ~4.3 TB/s. Measured on an H200
+// (2026-12-03, the profiler's kernel time): 17.5 us, and 35.0 us for both inputs of 4095 x 4097 x 4093, where a block
+// of 256 threads per 2048 columns, one pack per thread, took 19.0 and 36.4.
+// Pack p of a row (src_row: the row's start) in two halves, so that a thread has the loads of all its packs in
+// flight before it waits for the first: load() reads the two aligned pieces that hold its 8 elements, value() shifts
+// them into place.
+struct PadPack {
+    uint4 lo, hi;
+    int e;  // elements into the first aligned piece
+    bool one_by_one;  // at the matrix's very end: read element by element, none past it
+
+    __device__ __forceinline__ void load(const uint16_t* src_row, int64_t p, int64_t cols, uintptr_t end) {
+        const uint16_t* from = src_row + p * 8;
+        const uintptr_t at = reinterpret_cast<uintptr_t>(from);
+        e = int(at % 16) / 2;
+        const bool more = e != 0 && p * 8 + 8 - e < cols;  // the second piece holds one of the row's
+        one_by_one = at - at % 16 + (more ? 32 : 16) > end;
+        if (one_by_one) {
+            uint16_t v[8];
+#pragma unroll
+            for (int j = 0; j < 8; j++) v[j] = p * 8 + j < cols ? from[j] : 0;
+            lo = make_uint4(v[0] | uint32_t(v[1]) << 16, v[2] | uint32_t(v[3]) << 16, v[4] | uint32_t(v[5]) << 16,
+                            v[6] | uint32_t(v[7]) << 16);
+            return;
+        }
+        const uint4* piece = reinterpret_cast<const uint4*>(at - at % 16);
+        lo = __ldcs(piece);  // holds elements p * 8 ... p * 8 + 7 - e
+        hi = more ? __ldcs(piece + 1) : make_uint4(0, 0, 0, 0);
+    }
+
+    // the 32 bytes as four 64-bit words, shifted right by 16 e bits: word k of the result is made of words
+    // k + e / 4 and k + e / 4 + 1
+    __device__ __forceinline__ uint4 value() const {
+        if (one_by_one) return lo;
+        const uint64_t w[4] = {lo.x | uint64_t(lo.y) << 32, lo.z | uint64_t(lo.w) << 32, hi.x | uint64_t(hi.y) << 32,
+                               hi.z | uint64_t(hi.w) << 32};
+        const int word = e / 4, bits = (e % 4) * 16;
+        uint64_t out[2];
+#pragma unroll
+        for (int k = 0; k < 2; k++) {
+            const uint64_t low = word ? w[k + 1] : w[k], high = word ? w[k + 2] : w[k + 1];
+            out[k] = bits ? low >> bits | high << (64 - bits) : low;
+        }
+        return make_uint4(uint32_t(out[0]), uint32_t(out[0] >> 32), uint32_t(out[1]), uint32_t(out[1] >> 32));
+    }
+};
+
+// A block per row (blockIdx.x, and on by gridDim.x), each thread kPadPacks packs of it blockDim.x apart: all their
+// loads in flight before the first store.
+constexpr int kPadPacks = 2;
 __global__ void matmul_pad_rows_kernel(MatmulPadJob job0, MatmulPadJob job1) {
-    const MatmulPadJob& job = blockIdx.z == 0 ? job0 : job1;
+    const MatmulPadJob& job = blockIdx.y == 0 ? job0 : job1;
     uint4* dst = static_cast<uint4*>(job.dst);
     const uint16_t* src = static_cast<const uint16_t*>(job.src);
     const int64_t rows = job.rows, cols = job.cols, ld_src = job.ld_src, ld_dst = job.ld_dst;
     const int64_t packs = (cols + 7) / 8;
     // the matrix's end: a piece reaching past it may reach past its allocation (the last row's last pieces)
     const uintptr_t end = reinterpret_cast<uintptr_t>(src + (rows - 1) * ld_src + cols);
-    for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
-        for (int64_t p = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; p < packs;
-             p += int64_t(gridDim.x) * blockDim.x) {
-            const uint16_t* from = src + r * ld_src + p * 8;
-            const uintptr_t at = reinterpret_cast<uintptr_t>(from);
-            const int e = int(at % 16) / 2;  // elements into the first aligned piece
-            const bool more = e != 0 && p * 8 + 8 - e < cols;  // the second piece holds one of the row's
-            if (at - at % 16 + (more ? 32 : 16) > end) {  // element by element, none past the end
-                uint16_t v[8];
+    for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+        const uint16_t* src_row = src + r * ld_src;
+        uint4* dst_row = dst + (r * ld_dst) / 8;
+        for (int64_t p0 = threadIdx.x; p0 < packs; p0 += int64_t(kPadPacks) * blockDim.x) {
+            PadPack pack[kPadPacks];
 #pragma unroll
-                for (int j = 0; j < 8; j++) v[j] = p * 8 + j < cols ? from[j] : 0;
-                dst[(r * ld_dst) / 8 + p] = make_uint4(v[0] | uint32_t(v[1]) << 16, v[2] | uint32_t(v[3]) << 16,
-                                                       v[4] | uint32_t(v[5]) << 16, v[6] | uint32_t(v[7]) << 16);
-                continue;
+            for (int u = 0; u < kPadPacks; u++) {
+                const int64_t p = p0 + int64_t(u) * blockDim.x;
+                if (p < packs) pack[u].load(src_row, p, cols, end);
             }
-            const uint4* piece = reinterpret_cast<const uint4*>(at - at % 16);
-            const uint4 lo = __ldcs(piece);  // holds elements p * 8 ... p * 8 + 7 - e
-            const uint4 hi = more ? __ldcs(piece + 1) : make_uint4(0, 0, 0, 0);
-            // the 32 bytes as four 64-bit words, shifted right by 16 e bits: word k of the result is made of words
-            // k + e / 4 and k + e / 4 + 1
-            const uint64_t w[4] = {lo.x | uint64_t(lo.y) << 32, lo.z | uint64_t(lo.w) << 32,
-                                   hi.x | uint64_t(hi.y) << 32, hi.z | uint64_t(hi.w) << 32};
-            const int word = e / 4, bits = (e % 4) * 16;
-            uint64_t out[2];
 #pragma unroll
-            for (int k = 0; k < 2; k++) {
-                const uint64_t low = word ? w[k + 1] : w[k], high = word ? w[k + 2] : w[k + 1];
-                out[k] = bits ? low >> bits | high << (64 - bits) : low;
+            for (int u = 0; u < kPadPacks; u++) {
+                const int64_t p = p0 + int64_t(u) * blockDim.x;
+                if (p < packs) dst_row[p] = pack[u].value();
             }
-            dst[(r * ld_dst) / 8 + p] =
-                make_uint4(uint32_t(out[0]), uint32_t(out[0] >> 32), uint32_t(out[1]), uint32_t(out[1] >> 32));
         }
     }
 }
@@ -272,10 +313,10 @@ cudaError_t matmul_pad_rows(const MatmulPadJob* jobs, int count, cudaStream_t st
         rows = std::max(rows, jobs[i].rows);
     }
     if (n == 0) return cudaSuccess;
-    constexpr int kThreads = 256;
-    const dim3 grid(unsigned(std::min<int64_t>(cdiv(packs, kThreads), 65535)), unsigned(std::min<int64_t>(rows, 65535)),
-                    unsigned(n));
-    matmul_pad_rows_kernel<<<grid, kThreads, 0, stream>>>(todo[0], todo[1]);
+    // threads enough for the widest row in one pass, in whole warps, at most 1024
+    const int threads = int(std::min<int64_t>(cdiv(cdiv(packs, kPadPacks), 32) * 32, 1024));
+    const dim3 grid(unsigned(std::min<int64_t>(rows, int64_t(1) << 30)), unsigned(n));
+    matmul_pad_rows_kernel<<<grid, threads, 0, stream>>>(todo[0], todo[1]);
     return cudaGetLastError();
 }
 

@@ -173,10 +173,12 @@ __device__ __forceinline__ void store_pair(T* at, float x, float y) {
     *reinterpret_cast<T2*>(at) = v;
 }
 
+// The block's rows are rows_apart rows of C apart (1, or 8 where A was read through its eight residue maps: AMaps).
 template <typename T, int kN>
-__device__ __forceinline__ void store_block(T* c, const float* d, int64_t row0, int64_t col0, int64_t M, int64_t N) {
+__device__ __forceinline__ void store_block(T* c, const float* d, int64_t row0, int rows_apart, int64_t col0, int64_t M,
+                                            int64_t N) {
     const int t = threadIdx.x % kWarpgroup, lane = t % 32, quad = lane % 4;
-    const int64_t r = row0 + (t / 32) * 16 + lane / 4;
+    const int64_t r = row0 + int64_t(rows_apart) * ((t / 32) * 16 + lane / 4);
     const bool odd_n = N % 2 != 0;
 #pragma unroll
     for (int j = 0; j < kN / 8; j++) {
@@ -184,7 +186,7 @@ __device__ __forceinline__ void store_block(T* c, const float* d, int64_t row0, 
         const int64_t col = col0 + 8 * j + 2 * quad;
 #pragma unroll
         for (int h = 0; h < 2; h++) {
-            const int64_t row = r + 8 * h;
+            const int64_t row = r + int64_t(rows_apart) * 8 * h;
             const float x = d[4 * j + 2 * h], y = d[4 * j + 2 * h + 1];
             if (!odd_n) {  // (c, c + 1) is aligned on every row, and inside C wherever c is (N even, c even)
                 if (row < M && col < N) store_pair<T>(c + row * N + col, x, y);
@@ -230,6 +232,12 @@ struct WsShape {
     static constexpr int kSmem = kStages * kSlotBytes + 1024;
     static constexpr int kThreads = (kConsumers + 1) * kWarpgroup;
     static constexpr int kHalves = kM / kConsumers / 64;  // 64-row blocks per consumer warpgroup
+    // k steps a narrow tile's slot holds: its A tile and one strip of B take half of a 128 x 256 tile's slot, so
+    // that slot holds two steps of them, laid out as piece 0's A, piece 0's B, piece 1's A, piece 1's B (a narrow
+    // tile does a quarter of a full one's multiply-adds per step, so its steps wait on their loads: two per slot
+    // keep twice as many bytes in flight)
+    static constexpr int kNarrowPiece = kTileBytesA + kStripBytes;
+    static constexpr int kNarrowDepth = 2 * kNarrowPiece <= kSlotBytes ? 2 : 1;
 };
 
 // Output tile `tile` of a tiles_m x tiles_n grid, taken in groups of kGroup tile-rows: along a group's columns,
@@ -259,10 +267,12 @@ struct TileWalk {
     // where every block has as many)
     int first_short, shorts;
 
-    __host__ __device__ TileWalk(int64_t M, int64_t N, int kM, int blocks) {
+    __host__ __device__ TileWalk(int64_t M, int64_t N, int kM, int blocks)
+        : TileWalk(int((M + kM - 1) / kM), N, blocks) {}
+    __host__ __device__ TileWalk(int row_tiles, int64_t N, int blocks) {
         const int64_t rem = N % kN;
         const bool narrow = kN > kStrip && rem != 0 && rem <= kStrip;
-        tiles_m = int((M + kM - 1) / kM);
+        tiles_m = row_tiles;
         cols = int(N / kN) + (rem != 0 && !narrow);
         full = tiles_m * cols;
         slivers = narrow ? tiles_m : 0;
@@ -286,6 +296,50 @@ struct TileWalk {
     }
 };
 
+// A's tensor maps, and which rows of C each tile of rows holds. Where TMA reads A's rows where they are, one map
+// (residues 1) of all M rows, and tile row tm holds rows tm * kM onward. Where it cannot (rows an odd number of
+// elements apart, or a start off a 16-byte boundary), eight (residues 8): map r holds rows r, r + 8, r + 16, ...,
+// which are 8 lda elements = 16 lda bytes apart, a multiple of 16 as TMA needs, from the 16-byte boundary at or
+// before row r's start. Each of its rows then starts lag[r] elements (0-7) past the start of the map's row, the same
+// lag for all of them, so a box at a 16-byte-aligned column x (the only columns a box may start at) holds A's
+// columns x - lag[r] onward: the kernel multiplies it with B's rows from x - lag[r] onward (B's rows are its map's
+// outer dimension, where a box may start anywhere), and k agrees in both tiles. Before a row's first column the box
+// holds the end of the row before (lag[r] elements), which meets B's rows -lag[r] .. -1: zeros, which TMA fills in
+// past B's edge; the consumers zero those columns of A too, since an infinity there times 0 would be NaN. Such a
+// tile's rows are 8 apart, all of one map: tile row tm holds rows r + 8 (t * kM) onward, r = tm / tiles_per_map,
+// t = tm % tiles_per_map. A box row of a map may span two 128-byte lines where one of a copy padded to 128 bytes
+// spans one: on an H200 (2026-12-03) that cost ~7 us at 4096^3 (A's rows 8 x 4093 elements apart: 217 us, against
+// 210 with rows 4096 apart).
+struct AMaps {
+    CUtensorMap map[8];
+    int lag[8];
+    int residues;  // 1 or 8
+    int tiles_per_map;  // tiles of kM rows per map: C's tile rows are residues x tiles_per_map
+};
+
+// Whether eight residue maps hold A's rows in as many tiles of kM rows as one map would (so the choice among the
+// versions, which counts tiles, holds for them too): 4095 rows are 8 x 4 tiles of 128 (rows of 512 or 511 per map),
+// where 200 rows would be 8 tiles of 25 rows instead of 2.
+constexpr bool residue_maps_fit(int64_t M, int kM) {
+    return M >= 8 && 8 * (((M + 7) / 8 + kM - 1) / kM) == (M + kM - 1) / kM;
+}
+
+// A consumer warpgroup's rows (first_row onward, `rows` of them) of a slot's A tile read through a residue map: the
+// lag columns before each row's first hold the end of the row before (AMaps), set to zeros here. With the 128-byte
+// swizzle a row's first 16 bytes are its piece row % 8. Then a proxy fence, so that wgmma (the async proxy) sees
+// these writes, and the warpgroup's own barrier (1 or 2, by its number: 0 is __syncthreads'), so that all are done.
+template <typename T>
+__device__ __forceinline__ void zero_lag(T* a_tile, int first_row, int rows, int lag, int group) {
+    for (int r = threadIdx.x % kWarpgroup; r < rows; r += kWarpgroup) {
+        const int row = first_row + r;
+        uint16_t* piece = reinterpret_cast<uint16_t*>(a_tile + row * kBK + (row % 8) * 8);
+        for (int e = 0; e < lag; e++) piece[e] = 0;  // 0x0000 is +0 in float16 and bfloat16
+    }
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    if (group == 1) asm volatile("bar.sync 1, %0;" ::"n"(kWarpgroup) : "memory");
+    else asm volatile("bar.sync 2, %0;" ::"n"(kWarpgroup) : "memory");
+}
+
 // The lesson's ring: matmul_ring_step, and waits without limit.
 struct LessonRing {
     static constexpr int64_t kPolls = 0;
@@ -294,7 +348,7 @@ struct LessonRing {
 
 template <typename T, int kM, int kN, int kConsumers, bool kPersistent, typename Ring = LessonRing>
 __global__ void __launch_bounds__(WsShape<kM, kN, kConsumers>::kThreads, 1)
-    matmul_wgmma_ws_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b, T* c,
+    matmul_wgmma_ws_kernel(const __grid_constant__ AMaps a_maps, const __grid_constant__ CUtensorMap map_b, T* c,
                            int64_t M, int64_t N, int64_t K, int* stuck) {
 #ifndef LABKIT_SM90A
     __trap();
@@ -304,10 +358,17 @@ __global__ void __launch_bounds__(WsShape<kM, kN, kConsumers>::kThreads, 1)
     uint8_t* smem = aligned_smem(raw_smem);
     __shared__ __align__(8) uint64_t full[S::kStages], empty[S::kStages];
     const int t = threadIdx.x, group = t / kWarpgroup;
-    const int steps = int((K + kBK - 1) / kBK);
     // This block's k-th tile: (tm, tn), narrow where it is a sliver. The persistent kernels walk the tiles as
     // TileWalk says; the others have one tile each, their block's, narrow where N leaves a narrow last column.
-    const TileWalk<kN> walk(M, N, kM, kPersistent ? int(gridDim.x) : 0);
+    const TileWalk<kN> walk(a_maps.residues * a_maps.tiles_per_map, N, kPersistent ? int(gridDim.x) : 0);
+    // Tile row tm's map of A, its first row in that map, and the lag of its rows (AMaps), whose columns shift the
+    // k steps: ceil((K + lag) / 64) of them
+    auto rows_of = [&](int tm, int& map, int& first, int& lag, int& steps) {
+        map = tm / a_maps.tiles_per_map;
+        first = (tm % a_maps.tiles_per_map) * kM;
+        lag = a_maps.lag[map];
+        steps = int((K + lag + kBK - 1) / kBK);
+    };
     auto tile_of = [&](int k, int& tm, int& tn, bool& narrow) {
         if constexpr (kPersistent) {
             return walk.at(int(blockIdx.x), int(gridDim.x), k, tm, tn, narrow);
@@ -332,10 +393,11 @@ __global__ void __launch_bounds__(WsShape<kM, kN, kConsumers>::kThreads, 1)
         if constexpr (kConsumers == 2) asm volatile("setmaxnreg.dec.sync.aligned.u32 24;");
         if (t == 0) {
             int i = 0;  // this block's step count over all its tiles: the ring's position
-            int tm, tn;
+            int tm, tn, map, first, lag, steps;
             bool narrow;
             for (int k = 0; tile_of(k, tm, tn, narrow); k++) {
-                const int strips = narrow ? 1 : kN / kStrip;  // a narrow tile's B is its one strip
+                rows_of(tm, map, first, lag, steps);
+                if (narrow) steps = (steps + S::kNarrowDepth - 1) / S::kNarrowDepth;
                 for (int step = 0; step < steps; step++, i++) {
                     const RingStep ring = Ring::step(i, S::kStages);
                     const int s = ring.slot;
@@ -343,10 +405,21 @@ __global__ void __launch_bounds__(WsShape<kM, kN, kConsumers>::kThreads, 1)
                         atomicExch(stuck, 1);
                         return;
                     }
-                    bar_expect_bytes(&full[s], S::kTileBytesA + strips * kStripBytes);
-                    tma_load(slot_a(s), &map_a, step * kBK, tm * kM, &full[s]);
-                    for (int j = 0; j < strips; j++)
-                        tma_load(slot_b(s) + j * kBK * kStrip, &map_b, tn * kN + j * kStrip, step * kBK, &full[s]);
+                    if (narrow) {  // kNarrowDepth k steps of the A tile and B's one strip (past K: zeros)
+                        bar_expect_bytes(&full[s], S::kNarrowDepth * S::kNarrowPiece);
+                        for (int d = 0; d < S::kNarrowDepth; d++) {
+                            const int at = (step * S::kNarrowDepth + d) * kBK;
+                            T* piece = slot_a(s) + d * S::kNarrowPiece / int(sizeof(T));
+                            tma_load(piece, &a_maps.map[map], at, first, &full[s]);
+                            tma_load(piece + S::kTileBytesA / int(sizeof(T)), &map_b, tn * kN, at - lag, &full[s]);
+                        }
+                        continue;
+                    }
+                    bar_expect_bytes(&full[s], S::kSlotBytes);
+                    tma_load(slot_a(s), &a_maps.map[map], step * kBK, first, &full[s]);
+                    for (int j = 0; j < kN / kStrip; j++)
+                        tma_load(slot_b(s) + j * kBK * kStrip, &map_b, tn * kN + j * kStrip, step * kBK - lag,
+                                 &full[s]);
                 }
             }
         }
@@ -355,9 +428,11 @@ __global__ void __launch_bounds__(WsShape<kM, kN, kConsumers>::kThreads, 1)
         const int row_in_tile = (group - 1) * (kM / kConsumers);
         const bool releases = t % kWarpgroup == 0;  // one arrival per warpgroup on the empty barriers
         int i = 0;
-        int tm, tn;
+        int tm, tn, map, first, lag, steps;
         bool narrow;
         for (int k = 0; tile_of(k, tm, tn, narrow); k++) {
+            rows_of(tm, map, first, lag, steps);
+            if (narrow) steps = (steps + S::kNarrowDepth - 1) / S::kNarrowDepth;
             float d[S::kHalves][kN / 2];
 #pragma unroll
             for (int h = 0; h < S::kHalves; h++)
@@ -371,11 +446,17 @@ __global__ void __launch_bounds__(WsShape<kM, kN, kConsumers>::kThreads, 1)
                     atomicExch(stuck, 1);
                     return;
                 }
+                if (step == 0 && lag > 0) zero_lag(slot_a(s), row_in_tile, kM / kConsumers, lag, group);
                 wgmma_fence();
                 if (narrow) {  // the same for the whole warpgroup, as wgmma requires
 #pragma unroll
-                    for (int h = 0; h < S::kHalves; h++)
-                        multiply_slot<T, kStrip>(d[h], slot_a(s) + (row_in_tile + h * 64) * kBK, slot_b(s));
+                    for (int p = 0; p < S::kNarrowDepth; p++) {
+                        const T* piece = slot_a(s) + p * S::kNarrowPiece / int(sizeof(T));
+#pragma unroll
+                        for (int h = 0; h < S::kHalves; h++)
+                            multiply_slot<T, kStrip>(d[h], piece + (row_in_tile + h * 64) * kBK,
+                                                     piece + S::kTileBytesA / int(sizeof(T)));
+                    }
                 } else {
 #pragma unroll
                     for (int h = 0; h < S::kHalves; h++)
@@ -390,9 +471,11 @@ __global__ void __launch_bounds__(WsShape<kM, kN, kConsumers>::kThreads, 1)
             if (releases) bar_arrive(&empty[last]);
 #pragma unroll
             for (int h = 0; h < S::kHalves; h++) {
-                const int64_t row0 = int64_t(tm) * kM + row_in_tile + h * 64, col0 = int64_t(tn) * kN;
-                if (narrow) store_block<T, kStrip>(c, d[h], row0, col0, M, N);
-                else store_block<T, kN>(c, d[h], row0, col0, M, N);
+                // row first + row_in_tile + h * 64 of map `map`, which is row `map` + residues x that of C
+                const int64_t row0 = map + int64_t(a_maps.residues) * (first + row_in_tile + h * 64);
+                const int64_t col0 = int64_t(tn) * kN;
+                if (narrow) store_block<T, kStrip>(c, d[h], row0, a_maps.residues, col0, M, N);
+                else store_block<T, kN>(c, d[h], row0, a_maps.residues, col0, M, N);
             }
         }
     }
@@ -436,6 +519,30 @@ bool make_map(CUtensorMap* map, const T* p, int64_t rows, int64_t cols, int64_t 
                   CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
+// A's maps for tiles of kM rows (AMaps): one where TMA reads A's rows where they are, else the eight residue maps
+// (the caller has checked residue_maps_fit). Map r: rows r, r + 8, ... of A from the 16-byte boundary at or before row
+// r's start, lag[r] elements before it, each K + lag[r] elements wide (to A's last element of the row, no further).
+template <typename T>
+bool make_a_maps(AMaps* maps, const T* a, int64_t M, int64_t K, int64_t lda, int kM) {
+    *maps = AMaps{};
+    if (lda % 8 == 0 && aligned16(a)) {
+        maps->residues = 1;
+        maps->tiles_per_map = int((M + kM - 1) / kM);
+        return make_map(&maps->map[0], a, M, K, lda, kM);
+    }
+    if (!residue_maps_fit(M, kM)) return false;
+    maps->residues = 8;
+    maps->tiles_per_map = int(((M + 7) / 8 + kM - 1) / kM);
+    for (int r = 0; r < 8; r++) {
+        const uintptr_t start = reinterpret_cast<uintptr_t>(a + r * lda);
+        maps->lag[r] = int(start % 16) / 2;
+        if (!make_map(&maps->map[r], reinterpret_cast<const T*>(start - start % 16), (M - r + 7) / 8, K + maps->lag[r],
+                      8 * lda, kM))
+            return false;
+    }
+    return true;
+}
+
 // A kernel's dynamic shared memory past the default 48 KB needs asking for, once per kernel and device (a template
 // per kernel, so that each has a per_device table of its own), then the launch, checked.
 template <auto kKernel, typename... Args>
@@ -468,16 +575,25 @@ int sm_count(int device) {
 // Versions 9-12: a grid of (column tiles, row tiles), or one block per SM (fewer where there are fewer tiles) for the
 // persistent ones; `stuck` may be null where Ring waits without limit.
 template <typename T, int kM, int kN, int kConsumers, bool kPersistent, typename Ring = LessonRing>
+cudaError_t launch_ws(const AMaps& a_maps, const CUtensorMap& map_b, T* c, int64_t M, int64_t N, int64_t K, int device,
+                      cudaStream_t stream, int* stuck = nullptr) {
+    using S = WsShape<kM, kN, kConsumers>;
+    const TileWalk<kN> walk(a_maps.residues * a_maps.tiles_per_map, N, 1);
+    dim3 grid(unsigned(cdiv(N, kN)), unsigned(walk.tiles_m));
+    if (kPersistent) grid = dim3(unsigned(walk.tiles() < sm_count(device) ? walk.tiles() : sm_count(device)));
+    return launch<matmul_wgmma_ws_kernel<T, kM, kN, kConsumers, kPersistent, Ring>>(
+        S::kThreads, S::kSmem, grid, device, stream, a_maps, map_b, c, M, N, K, stuck);
+}
+
+// The same with one map of A's M rows (exercise 11's launcher).
+template <typename T, int kM, int kN, int kConsumers, bool kPersistent, typename Ring = LessonRing>
 cudaError_t launch_ws(const CUtensorMap& map_a, const CUtensorMap& map_b, T* c, int64_t M, int64_t N, int64_t K,
                       int device, cudaStream_t stream, int* stuck = nullptr) {
-    using S = WsShape<kM, kN, kConsumers>;
-    dim3 grid(unsigned(cdiv(N, kN)), unsigned(cdiv(M, kM)));
-    if (kPersistent) {
-        const int64_t tiles = TileWalk<kN>(M, N, kM, 1).tiles();
-        grid = dim3(unsigned(tiles < sm_count(device) ? tiles : sm_count(device)));
-    }
-    return launch<matmul_wgmma_ws_kernel<T, kM, kN, kConsumers, kPersistent, Ring>>(
-        S::kThreads, S::kSmem, grid, device, stream, map_a, map_b, c, M, N, K, stuck);
+    AMaps a_maps{};
+    a_maps.map[0] = map_a;
+    a_maps.residues = 1;
+    a_maps.tiles_per_map = int(cdiv(M, kM));
+    return launch_ws<T, kM, kN, kConsumers, kPersistent, Ring>(a_maps, map_b, c, M, N, K, device, stream, stuck);
 }
 
 }  // namespace
