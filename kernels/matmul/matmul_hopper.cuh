@@ -320,9 +320,7 @@ struct AMaps {
 // Whether eight residue maps hold A's rows in as many tiles of kM rows as one map would (so the choice among the
 // versions, which counts tiles, holds for them too): 4095 rows are 8 x 4 tiles of 128 (rows of 512 or 511 per map),
 // where 200 rows would be 8 tiles of 25 rows instead of 2.
-constexpr bool residue_maps_fit(int64_t M, int kM) {
-    return M >= 8 && 8 * (((M + 7) / 8 + kM - 1) / kM) == (M + kM - 1) / kM;
-}
+constexpr bool residue_maps_fit(int64_t M, int kM) { return M >= 8 && 8 * cdiv(cdiv(M, 8), kM) == cdiv(M, kM); }
 
 // A consumer warpgroup's rows (first_row onward, `rows` of them) of a slot's A tile read through a residue map: the
 // lag columns before each row's first hold the end of the row before (AMaps), set to zeros here. With the 128-byte
@@ -362,12 +360,14 @@ __global__ void __launch_bounds__(WsShape<kM, kN, kConsumers>::kThreads, 1)
     // TileWalk says; the others have one tile each, their block's, narrow where N leaves a narrow last column.
     const TileWalk<kN> walk(a_maps.residues * a_maps.tiles_per_map, N, kPersistent ? int(gridDim.x) : 0);
     // Tile row tm's map of A, its first row in that map, and the lag of its rows (AMaps), whose columns shift the
-    // k steps: ceil((K + lag) / 64) of them
-    auto rows_of = [&](int tm, int& map, int& first, int& lag, int& steps) {
+    // k steps: ceil((K + lag) / 64) of them, kNarrowDepth to a slot where the tile is narrow. The producer and the
+    // consumers walk the ring by this count, so it is made here only.
+    auto rows_of = [&](int tm, bool narrow, int& map, int& first, int& lag, int& steps) {
         map = tm / a_maps.tiles_per_map;
         first = (tm % a_maps.tiles_per_map) * kM;
         lag = a_maps.lag[map];
         steps = int((K + lag + kBK - 1) / kBK);
+        if (narrow) steps = (steps + S::kNarrowDepth - 1) / S::kNarrowDepth;
     };
     auto tile_of = [&](int k, int& tm, int& tn, bool& narrow) {
         if constexpr (kPersistent) {
@@ -396,8 +396,7 @@ __global__ void __launch_bounds__(WsShape<kM, kN, kConsumers>::kThreads, 1)
             int tm, tn, map, first, lag, steps;
             bool narrow;
             for (int k = 0; tile_of(k, tm, tn, narrow); k++) {
-                rows_of(tm, map, first, lag, steps);
-                if (narrow) steps = (steps + S::kNarrowDepth - 1) / S::kNarrowDepth;
+                rows_of(tm, narrow, map, first, lag, steps);
                 for (int step = 0; step < steps; step++, i++) {
                     const RingStep ring = Ring::step(i, S::kStages);
                     const int s = ring.slot;
@@ -431,8 +430,7 @@ __global__ void __launch_bounds__(WsShape<kM, kN, kConsumers>::kThreads, 1)
         int tm, tn, map, first, lag, steps;
         bool narrow;
         for (int k = 0; tile_of(k, tm, tn, narrow); k++) {
-            rows_of(tm, map, first, lag, steps);
-            if (narrow) steps = (steps + S::kNarrowDepth - 1) / S::kNarrowDepth;
+            rows_of(tm, narrow, map, first, lag, steps);
             float d[S::kHalves][kN / 2];
 #pragma unroll
             for (int h = 0; h < S::kHalves; h++)
@@ -525,14 +523,14 @@ bool make_map(CUtensorMap* map, const T* p, int64_t rows, int64_t cols, int64_t 
 template <typename T>
 bool make_a_maps(AMaps* maps, const T* a, int64_t M, int64_t K, int64_t lda, int kM) {
     *maps = AMaps{};
-    if (lda % 8 == 0 && aligned16(a)) {
+    if (matmul_tma_readable(a, lda)) {
         maps->residues = 1;
-        maps->tiles_per_map = int((M + kM - 1) / kM);
+        maps->tiles_per_map = int(cdiv(M, kM));
         return make_map(&maps->map[0], a, M, K, lda, kM);
     }
     if (!residue_maps_fit(M, kM)) return false;
     maps->residues = 8;
-    maps->tiles_per_map = int(((M + 7) / 8 + kM - 1) / kM);
+    maps->tiles_per_map = int(cdiv(cdiv(M, 8), kM));
     for (int r = 0; r < 8; r++) {
         const uintptr_t start = reinterpret_cast<uintptr_t>(a + r * lda);
         maps->lag[r] = int(start % 16) / 2;
