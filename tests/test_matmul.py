@@ -39,10 +39,11 @@ HOPPER_VERSIONS = ["wgmma", "warpspec", "wide", "persistent", "tall"]
 # a second tile), K or N no multiple of 8 (TMA cannot read such rows: the binding pads a copy; of A alone, 1001, or of B
 # alone, 131; versions 9-12 read an A with rows enough through eight tensor maps, one per row mod 8: 2047 and 1000
 # rows, K of 125 taking one 64-deep step more in the maps whose rows start late in their 16 bytes), and an odd N over
-# several tiles (odd rows of C store their pairs one column on, across each tile's edges), and N a few columns past a
-# multiple of the tile's width (a narrow last tile column: 264, 136, 2056, 1032), in the persistent kernels over more
-# tiles than SMs, as many full tiles as an H200 has SMs (33 x 4 of 128 x 256) included, and odd M, N, K over several
-# waves and a K over several passes of the ring (both inputs unaligned)
+# several tiles (C's rows start at every offset within 16 bytes, so the stores' aligned pieces shift across each
+# tile's edges), and N a few columns past a multiple of the tile's width (a narrow last tile column: 264, 136, 2056,
+# 1032), in the persistent kernels over more tiles than SMs, as many full tiles as an H200 has SMs (33 x 4 of
+# 128 x 256) included, and odd M, N, K over several waves and a K over several passes of the ring (both inputs
+# unaligned)
 HOPPER_SHAPES = [
     (1, 8, 8),
     (7, 64, 16),

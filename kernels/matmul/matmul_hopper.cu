@@ -61,10 +61,11 @@
 // rows, which may start anywhere (AMaps in matmul_hopper.cuh). They do so where A has rows enough for the eight maps
 // to take no more tiles than one would (4095 rows, not 200). Version 8 and B (whose offset would move C's columns,
 // not k) are copied by the binding into rows padded to 128 bytes (matmul_pad_rows, below).
-// On an H200 (2026-12-03, bfloat16, make bench) 4095 x 4097 x 4093 ran at 0.818 of 4096^3's speed with both inputs
-// copied and at 0.830 with A read through its maps (251 us against 209). Each beside an A already padded
-// (results/2026-12-03-nvidia-h200/matmul-unaligned-reads.json), A's copy cost ~15 us and its maps ~11, mostly because
-// the maps' rows start part way into 128-byte lines (a box row then spans two, where the copy's rows start on one).
+// On an H200 (2026-12-04, bfloat16, make bench) 4095 x 4097 x 4093 ran at 0.848 and 0.850 of 4096^3's speed in two
+// runs (231-232 us against 196-198; 0.818 with both inputs copied and C stored in 4-byte pairs, 2026-12-03). Beside
+// 4096^3 (results/2026-12-04-nvidia-h200/matmul-variants-unaligned.json, events around each call): B's copy ~18 us,
+// A's maps ~5 (their rows start part way into 128-byte lines, where a copy's start on one), the narrow last tile
+// column ~7 (4096 x 4104 x 4096 203.6 us against 197.0, B's rows alike), C's rows off 16-byte boundaries ~3.
 // Other ways in were slower. Three warps of the producer warpgroup (idle but for the thread that issues TMA) copying
 // slabs of k just ahead of the tiles' TMA loads: 293 us with all of the copy inside, 276 us with its first half done
 // before, against 260 us with the copy as a launch of its own (4096^3: 207 us); the copy inside cost the product

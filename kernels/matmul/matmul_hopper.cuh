@@ -153,57 +153,106 @@ __device__ __forceinline__ void multiply_slot(float* d, const T* a_rows, const T
 // The accumulators of one warpgroup's 64 x kN block into C at (row0, col0), rounded to T, guarded at the edges.
 // wgmma's layout: warp w of the warpgroup holds rows 16w .. 16w + 15; lane l holds rows l / 4 and l / 4 + 8 of
 // those, and in each 8-column group columns 2 (l % 4) and 2 (l % 4) + 1: d[4j .. 4j + 3] are (row, c), (row, c + 1),
-// (row + 8, c), (row + 8, c + 1) for c = 8j + 2 (l % 4). Two neighbouring columns go out as one 4-byte store.
-// Where N is even, every lane's pair (c, c + 1) is 4-byte aligned. Where N is odd, it is on even rows only: on an
-// odd row the aligned pairs are (c + 1, c + 2), this lane's second value and the next lane's first, which a shuffle
-// brings over (for a row's fourth lane, from the row's first lane, which holds the next 8-column group). Every lane then
-// issues the same one store per pair on every row; the two columns no such pair holds, an odd row's first and (past
-// the tile) last, go one by one. Storing both parities alike matters: lanes of one warp hold rows of both parities,
-// and with a branch per parity each warp issued the stores of both branches (at 4096 x 4097 on an H200 the kernel
-// took 258 us, against 230 us at 4096 x 4104, whose rows are all even). An odd N still costs ~9 us at 4096 x 4097
-// (221 us against 212 at 4104, B's rows alike). Staging a warp's rows through shared memory instead, to store them as
-// aligned 16-byte pieces, was slower on an H200 (2026-12-03): 4096 x 4097 x 4096 took 263 us against 239, and the
-// kernel with that code in it took 237 us at 4096^3 against 206 even though an even N never runs it.
+// (row + 8, c), (row + 8, c + 1) for c = 8j + 2 (l % 4). The four lanes of a quad (l / 4 alike) hold a row's groups.
+//
+// Each lane stores whole aligned 16-byte pieces of its rows: the quad transposes its words so that lane q holds all
+// 8 columns of group j = 4i + q, takes group j - 1 from the lane before, and shifts those 16 elements into the 8 of
+// the aligned piece that holds group j's first columns: a row of C starts o elements (0-7) past a 16-byte boundary
+// (0 where N is a multiple of 8), so that piece holds columns 8j - o .. 8j - o + 7. The pieces at the tile's ends,
+// which hold columns of the tiles beside it, go element by element. Storing each lane's two neighbouring columns
+// as one 4-byte store instead (a quad writing a group's 16 bytes) was slower on an H200 (2026-12-04, the kernel's
+// own time): 4096^3 197.3 us against 185.6, and where rows start off 16-byte boundaries far more, since a quad's
+// 16 bytes then cut across two pieces of memory: 4096 x 4097 x 4096 212.9 against 197.9, 4095 x 4097 x 4093 221.8
+// against 200.1. It was the stores' places that cost, not the work of shifting: the 4-byte stores put at aligned
+// places (wrong values, to time them) made 4096 x 4097 x 4096 as fast as 4096 x 4104, 201 us against 209.
+
+// Two floats rounded to T, as the 32 bits of a T pair (the lower column in the low half).
 template <typename T>
-__device__ __forceinline__ void store_pair(T* at, float x, float y) {
+__device__ __forceinline__ uint32_t pack_pair(float x, float y) {
     using T2 = std::conditional_t<std::is_same_v<T, __half>, __half2, __nv_bfloat162>;
     T2 v;
     if constexpr (std::is_same_v<T, __half>) v = __floats2half2_rn(x, y);
     else v = __floats2bfloat162_rn(x, y);
-    *reinterpret_cast<T2*>(at) = v;
+    return *reinterpret_cast<uint32_t*>(&v);
+}
+
+// A quad's 4 x 4 words transposed in place: lane q's word k becomes lane k's word q. Two exchanges: lanes 1 apart
+// swap the words whose index differs from their lane number in bit 0, then lanes 2 apart those that differ in bit 1;
+// each lane sends and receives the same word.
+__device__ __forceinline__ void transpose_quad(uint32_t* t, int q) {
+    const bool bit0 = q & 1, bit1 = q & 2;
+#pragma unroll
+    for (int b = 0; b < 2; b++) {
+        const uint32_t got = __shfl_xor_sync(0xffffffffu, bit0 ? t[2 * b] : t[2 * b + 1], 1);
+        if (bit0) t[2 * b] = got;
+        else t[2 * b + 1] = got;
+    }
+#pragma unroll
+    for (int k = 0; k < 2; k++) {
+        const uint32_t got = __shfl_xor_sync(0xffffffffu, bit1 ? t[k] : t[2 + k], 2);
+        if (bit1) t[k] = got;
+        else t[2 + k] = got;
+    }
 }
 
 // The block's rows are rows_apart rows of C apart (1, or 8 where A was read through its eight residue maps: AMaps).
+// Round i: lane q's words x[4..7] are group j = 4i + q (after transpose_quad), x[0..3] group j - 1 (the lane
+// before's, or for the first lane the last lane's of the round before: carry); the aligned piece holding columns
+// 8j - o .. 8j - o + 7 is elements 8 - o .. 15 - o of x. One round more than there are groups of four gives the
+// tile's last o columns a piece.
 template <typename T, int kN>
 __device__ __forceinline__ void store_block(T* c, const float* d, int64_t row0, int rows_apart, int64_t col0, int64_t M,
                                             int64_t N) {
-    const int t = threadIdx.x % kWarpgroup, lane = t % 32, quad = lane % 4;
-    const int64_t r = row0 + int64_t(rows_apart) * ((t / 32) * 16 + lane / 4);
-    const bool odd_n = N % 2 != 0;
+    const int lane = threadIdx.x % 32, q = lane % 4;
+    const int64_t r = row0 + int64_t(rows_apart) * ((threadIdx.x % kWarpgroup / 32) * 16 + lane / 4);
+    const int lane_before = (lane & ~3) | ((q + 3) & 3);  // in the quad, and the last for the first
 #pragma unroll
-    for (int j = 0; j < kN / 8; j++) {
-        if (col0 + 8 * j >= N) break;  // the same for every lane of the warp, so no shuffle is left waiting
-        const int64_t col = col0 + 8 * j + 2 * quad;
+    for (int h = 0; h < 2; h++) {
+        const int64_t row = r + int64_t(rows_apart) * 8 * h;
+        const bool row_in = row < M;
+        T* at = c + (row_in ? row : 0) * N + col0;  // the tile's first column in this row
+        const int o = int((reinterpret_cast<uintptr_t>(at) / 2) % 8);  // elements past a 16-byte boundary
+        const int words = (8 - o) / 2;  // the shift: whole words, and half of one more where o is odd
+        const bool half = o % 2 != 0;
+        uint32_t carry[4] = {0u, 0u, 0u, 0u};
 #pragma unroll
-        for (int h = 0; h < 2; h++) {
-            const int64_t row = r + int64_t(rows_apart) * 8 * h;
-            const float x = d[4 * j + 2 * h], y = d[4 * j + 2 * h + 1];
-            if (!odd_n) {  // (c, c + 1) is aligned on every row, and inside C wherever c is (N even, c even)
-                if (row < M && col < N) store_pair<T>(c + row * N + col, x, y);
-                continue;
+        for (int i = 0; i <= kN / 32; i++) {
+            uint32_t x[8];
+#pragma unroll
+            for (int k = 0; k < 4; k++) {
+                const int j = 4 * i + k;  // the quad's groups this round: lane q holds pair q of each
+                x[4 + k] = j < kN / 8 ? pack_pair<T>(d[4 * j + 2 * h], d[4 * j + 2 * h + 1]) : 0u;
             }
-            // the next lane's first value: lane l + 1's, or for the row's fourth lane the first lane's in group j + 1
-            const float next_x = __shfl_sync(0xffffffffu, quad == 0 && j + 1 < kN / 8 ? d[4 * (j + 1) + 2 * h] : x,
-                                             quad == 3 ? lane - 3 : lane + 1);
-            const bool even_row = row % 2 == 0;
-            const int64_t at = even_row ? col : col + 1;
-            const float v0 = even_row ? x : y, v1 = even_row ? y : next_x;
-            const bool pair_in_tile = even_row || quad != 3 || j + 1 < kN / 8;  // next_x is this tile's
-            if (row < M && at < N) {
-                if (at + 1 < N && pair_in_tile) store_pair<T>(c + row * N + at, v0, v1);
-                else st(c + row * N + at, v0);
+            if (i < kN / 32) transpose_quad(x + 4, q);
+#pragma unroll
+            for (int k = 0; k < 4; k++) {
+                const uint32_t got = __shfl_sync(0xffffffffu, x[4 + k], lane_before);
+                x[k] = q == 0 ? carry[k] : got;
+                carry[k] = got;
             }
-            if (!even_row && quad == 0 && j == 0 && row < M) st(c + row * N + col, x);  // the tile's first column
+            uint32_t y[5];  // y[k] = x[k + words]
+#pragma unroll
+            for (int k = 0; k < 5; k++) {
+                y[k] = x[k];
+#pragma unroll
+                for (int s = 1; s <= 4; s++)
+                    if (k + s < 8 && words == s) y[k] = x[k + s];
+            }
+            uint32_t piece[4];
+#pragma unroll
+            for (int k = 0; k < 4; k++) piece[k] = half ? __funnelshift_r(y[k], y[k + 1], 16) : y[k];
+            const int first = 8 * (4 * i + q) - o;  // the piece's first column, in the tile
+            if (!row_in) continue;
+            if (first >= 0 && first + 8 <= kN && col0 + first + 8 <= N) {
+                *reinterpret_cast<uint4*>(at + first) = make_uint4(piece[0], piece[1], piece[2], piece[3]);
+            } else {  // at the tile's ends, or past N: the columns that are this tile's and C's
+#pragma unroll
+                for (int e = 0; e < 8; e++) {
+                    const int col = first + e;
+                    if (col >= 0 && col < kN && col0 + col < N)
+                        reinterpret_cast<uint16_t*>(at)[col] = uint16_t(piece[e / 2] >> (16 * (e % 2)));
+                }
+            }
         }
     }
 }
