@@ -64,7 +64,7 @@
 // On an H200 (2026-12-04, bfloat16, make bench) 4095 x 4097 x 4093 ran at 0.848 and 0.850 of 4096^3's speed in two
 // runs (231-232 us against 196-198; 0.818 with both inputs copied and C stored in 4-byte pairs, 2026-12-03). Beside
 // 4096^3 (results/2026-12-04-nvidia-h200/matmul-variants-unaligned.json, events around each call): B's copy ~18 us,
-// A's maps ~5 (their rows start part way into 128-byte lines, where a copy's start on one), the narrow last tile
+// A's maps ~5 (their rows start part way into 128-byte lines, where a copy's rows start on one), the narrow last tile
 // column ~7 (4096 x 4104 x 4096 203.6 us against 197.0, B's rows alike), C's rows off 16-byte boundaries ~3.
 // Other ways in were slower. Three warps of the producer warpgroup (idle but for the thread that issues TMA) copying
 // slabs of k just ahead of the tiles' TMA loads: 293 us with all of the copy inside, 276 us with its first half done
