@@ -41,9 +41,11 @@ HOPPER_VERSIONS = ["wgmma", "warpspec", "wide", "persistent", "tall"]
 # rows, K of 125 taking one 64-deep step more in the maps whose rows start late in their 16 bytes), and an odd N over
 # several tiles (C's rows start at every offset within 16 bytes, so the stores' aligned pieces shift across each
 # tile's edges), and N a few columns past a multiple of the tile's width (a narrow last tile column: 264, 136, 2056,
-# 1032), in the persistent kernels over more tiles than SMs, as many full tiles as an H200 has SMs (33 x 4 of
-# 128 x 256) included, and odd M, N, K over several waves and a K over several passes of the ring (both inputs
-# unaligned)
+# 1032, 4097), in the persistent kernels over more tiles than SMs, as many full tiles as an H200 has SMs (33 x 4 of
+# 128 x 256) included; the persistent 128 x 256 kernel's narrow tiles are two tile rows each, so an odd number of
+# tile rows leaves the last alone (127, 257, 2049, 893 rows, the last over more tiles than SMs), and through A's eight
+# residue maps a pair never spans two maps (1000, 2047 and 3071 rows: 1, 2 and 3 tile rows per map); and odd M, N, K
+# over several waves and a K over several passes of the ring (both inputs unaligned)
 HOPPER_SHAPES = [
     (1, 8, 8),
     (7, 64, 16),
@@ -63,6 +65,8 @@ HOPPER_SHAPES = [
     (4095, 4097, 72),
     (2047, 4097, 1031),
     (1000, 264, 125),
+    (3071, 1032, 131),
+    (893, 9477, 24),
 ]
 
 

@@ -51,7 +51,8 @@
 //                                   waves of 132; 528 of 256 x 128 are exactly 4).
 // Where N is at most 64 columns past a multiple of the tile's width (4097), 9-12 compute the last tile column
 // as narrow tiles of one 64-column strip, and the persistent ones give those to the blocks with one tile fewer
-// (TileWalk in matmul_hopper.cuh); a 128 x 256 tile's slot holds two k steps of a narrow one.
+// (TileWalk in matmul_hopper.cuh); a 128 x 256 tile's slot holds two k steps of a narrow one, or in 11 one k step
+// of a narrow tile two tile rows tall (one strip of B for 256 rows of A).
 // ops.matmul picks among 9-12 by how well their tiles fill the SMs (matmul_hopper_choice, at the end).
 // TMA reads rows that are a multiple of 16 bytes apart, each box from a 16-byte boundary (on an H200, a box at
 // column 1 of a bfloat16 matrix stops the kernel with an illegal instruction: scripts/experiment_tma_box_start.cu).
@@ -61,11 +62,12 @@
 // rows, which may start anywhere (AMaps in matmul_hopper.cuh). They do so where A has rows enough for the eight maps
 // to take no more tiles than one would (4095 rows, not 200). Version 8 and B (whose offset would move C's columns,
 // not k) are copied by the binding into rows padded to 128 bytes (matmul_pad_rows, below).
-// On an H200 (2026-12-04, bfloat16, make bench) 4095 x 4097 x 4093 ran at 0.848 and 0.850 of 4096^3's speed in two
-// runs (231-232 us against 196-198; 0.818 with both inputs copied and C stored in 4-byte pairs, 2026-12-03). Beside
-// 4096^3 (results/2026-12-04-nvidia-h200/matmul-variants-unaligned.json, events around each call): B's copy ~18 us,
-// A's maps ~5 (their rows start part way into 128-byte lines, where a copy's rows start on one), the narrow last tile
-// column ~7 (4096 x 4104 x 4096 203.6 us against 197.0, B's rows alike), C's rows off 16-byte boundaries ~3.
+// On an H200 (2026-12-04, bfloat16, make bench) 4095 x 4097 x 4093 ran at 0.865 and 0.870 of 4096^3's speed in two
+// runs (227-228 us against 197-198; 0.848-0.850 with narrow tiles one tile row tall, 0.818 with both inputs copied
+// and C stored in 4-byte pairs, 2026-12-03). Beside 4096^3 (results/2026-12-04-nvidia-h200/
+// matmul-variants-unaligned.json, events around each call): B's copy ~17 us, A's maps ~5 (their rows start part way
+// into 128-byte lines, where a copy's rows start on one), the narrow last tile column ~5.5 (4096 x 4104 x 4096
+// 203.5 us against 198.0, B's rows 4160 apart in both), C's rows off 16-byte boundaries ~2 (4097: 205.2).
 // Other ways in were slower. Three warps of the producer warpgroup (idle but for the thread that issues TMA) copying
 // slabs of k just ahead of the tiles' TMA loads: 293 us with all of the copy inside, 276 us with its first half done
 // before, against 260 us with the copy as a launch of its own (4096^3: 207 us); the copy inside cost the product
@@ -192,12 +194,14 @@ bool matmul_reads_a_by_residue(int version, int64_t M) {
 
 // The work of the busiest block of a persistent kernel with kM x kN tiles on `sms` SMs, in full tiles (a
 // 128 x 256 tile and a 256 x 128 one take about as long): its full tiles, and for a block with one fewer, the
-// narrow tiles TileWalk gives it (a 64-column strip: 64 / kN of a full tile's work).
-template <int kN>
-static double busiest_block(int64_t M, int64_t N, int kM, int sms) {
-    const TileWalk<kN> walk(M, N, kM, sms);
+// narrow tiles TileWalk gives it (a 64-column strip of kNarrowTiles tile rows: that many times 64 / kN of a full
+// tile's work).
+template <int kM, int kN>
+static double busiest_block(int64_t M, int64_t N, int sms) {
+    using S = WsShape<kM, kN, 2, true>;
+    const TileWalk<kN, S::kNarrowTiles> walk(1, int(cdiv(M, kM)), N, sms);
     const int64_t most = cdiv(walk.full, sms), fewer = walk.full / sms;
-    const double narrow = double(cdiv(walk.slivers, walk.shorts)) * kStrip / kN;
+    const double narrow = double(cdiv(walk.slivers, walk.shorts)) * S::kNarrowTiles * kStrip / kN;
     return std::max(double(most), (walk.first_short == 0 ? double(most) : double(fewer)) + narrow);
 }
 
@@ -209,7 +213,7 @@ int matmul_hopper_choice(int64_t M, int64_t N, int device) {
     // several waves: the tile shape whose busiest block has less to do (4096 x 4224: 17 x 32 wide tiles are 5 for
     // some of 132 SMs, 33 x 16 tall ones exactly 4 each); 128 x 256 where they tie (measured faster on an H200 at
     // 4096^3: 204 us against 211)
-    const double on_wide = busiest_block<256>(M, N, 128, sms), on_tall = busiest_block<128>(M, N, 256, sms);
+    const double on_wide = busiest_block<128, 256>(M, N, sms), on_tall = busiest_block<256, 128>(M, N, sms);
     return on_tall < on_wide - 0.01 ? kMatmulTall : kMatmulPersistent;
 }
 
@@ -224,11 +228,12 @@ int matmul_hopper_choice(int64_t M, int64_t N, int device) {
 // holds whatever the pieces held: TMA reads only the first `cols` columns (the tensor map's width). The pieces of the
 // matrix's very end, which may stick out of its allocation, are read element by element instead.
 // The source is read once, so its loads are marked streaming (evict first): the padded copy the matmul reads next
-// is what L2 (50 MB on an H200) should keep. A block copies a row, each thread two packs of it with both packs' loads
+// is what L2 (50 MB on an H200) should keep. A block copies a row, each thread four packs of it with all their loads
 // in flight before the first store, in as many warps as the widest row needs for one pass (4097 columns: 513 packs,
-// 9 warps). At 4093 x 4097 the copy reads and writes 67 MB: ~16 us at a copy's ~4.3 TB/s. Measured on an H200
-// (2026-12-03, the profiler's kernel time): 17.5 us, and 35.0 us for both inputs of 4095 x 4097 x 4093, where a block
-// of 256 threads per 2048 columns, one pack per thread, took 19.0 and 36.4.
+// 5 warps). At 4093 x 4097 the copy reads and writes 67 MB: ~16 us at a copy's ~4.3 TB/s. Measured on an H200
+// (the profiler's kernel time): 17.2 us with four packs per thread against 17.4-17.5 with two (2026-12-04,
+// results/2026-12-04-nvidia-h200/matmul-narrow-tiles.json); with two, 35.0 us for both inputs of 4095 x 4097 x 4093,
+// where a block of 256 threads per 2048 columns, one pack per thread, took 19.0 and 36.4 (2026-12-03).
 // Pack p of a row (src_row: the row's start) in two halves, so that a thread has the loads of all its packs in
 // flight before it waits for the first: load() reads the two aligned pieces that hold its 8 elements, value() shifts
 // them into place.
@@ -275,7 +280,7 @@ struct PadPack {
 
 // A block per row (blockIdx.x, and on by gridDim.x), each thread kPadPacks packs of it blockDim.x apart: all their
 // loads in flight before the first store.
-constexpr int kPadPacks = 2;
+constexpr int kPadPacks = 4;
 __global__ void matmul_pad_rows_kernel(MatmulPadJob job0, MatmulPadJob job1) {
     const MatmulPadJob& job = blockIdx.y == 0 ? job0 : job1;
     uint4* dst = static_cast<uint4*>(job.dst);

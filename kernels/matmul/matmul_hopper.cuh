@@ -273,7 +273,7 @@ __device__ __forceinline__ uint8_t* aligned_smem(uint8_t* raw) { return raw + ((
 // Ring: the ring's bookkeeping, Ring::step(i, stages) (matmul_ring.h), and Ring::kPolls, how long a wait may take
 // (0: as long as it takes); a wait that gives up sets *stuck and ends its thread.
 
-template <int kM, int kN, int kConsumers>
+template <int kM, int kN, int kConsumers, bool kPersistent>
 struct WsShape {
     static constexpr int kSlotBytes = (kM / kStrip + kN / kStrip) * kStripBytes;  // 32 KB or 48 KB
     static constexpr int kStages = kSlotBytes == 32768 ? 5 : 4;  // 160 or 192 KB of the 227 KB a block may have
@@ -281,12 +281,17 @@ struct WsShape {
     static constexpr int kSmem = kStages * kSlotBytes + 1024;
     static constexpr int kThreads = (kConsumers + 1) * kWarpgroup;
     static constexpr int kHalves = kM / kConsumers / 64;  // 64-row blocks per consumer warpgroup
-    // k steps a narrow tile's slot holds: its A tile and one strip of B take half of a 128 x 256 tile's slot, so
-    // that slot holds two steps of them, laid out as piece 0's A, piece 0's B, piece 1's A, piece 1's B (a narrow
-    // tile does a quarter of a full one's multiply-adds per step, so its steps wait on their loads: two per slot
-    // keep twice as many bytes in flight)
-    static constexpr int kNarrowPiece = kTileBytesA + kStripBytes;
-    static constexpr int kNarrowDepth = 2 * kNarrowPiece <= kSlotBytes ? 2 : 1;
+    // A narrow tile (TileWalk) is the last tile column's one 64-column strip of kNarrowTiles tile rows: two where a
+    // persistent kernel's slot holds their A tiles and the strip (128 x 256 tiles: 2 x 16 KB + 8 KB of 48 KB), so that
+    // each k step of B's strip serves 256 rows of A, not 128; else one. Its k steps to a slot: as many as the slot
+    // holds, laid out as piece 0's A, piece 0's B, piece 1's A, ... (two for a 128 x 256 tile that is not
+    // persistent: a narrow tile does a quarter of a full one's multiply-adds per step, so its steps wait on their
+    // loads, and two per slot keep twice as many bytes in flight). Each consumer warpgroup multiplies kNarrowHalves
+    // 64-row blocks of it.
+    static constexpr int kNarrowTiles = kPersistent && 2 * kTileBytesA + kStripBytes <= kSlotBytes ? 2 : 1;
+    static constexpr int kNarrowPiece = kNarrowTiles * kTileBytesA + kStripBytes;
+    static constexpr int kNarrowDepth = kSlotBytes / kNarrowPiece;
+    static constexpr int kNarrowHalves = kNarrowTiles * kM / kConsumers / 64;
 };
 
 // Output tile `tile` of a tiles_m x tiles_n grid, taken in groups of kGroup tile-rows: along a group's columns,
@@ -307,30 +312,41 @@ __device__ __forceinline__ void tile_at(int tile, int tiles_m, int tiles_n, int&
 // 4104 x 4096 took 230 us on 256 x 128 tiles, 4096^3 211 us: 16 more tiles of full work for 8 columns).
 // In the persistent kernels the narrow tiles ("slivers") come after every full one and go to the blocks that have
 // one full tile fewer than the others (the last wave's idle SMs), in turn: at 4095 x 4097 on 132 SMs, 512 full 128 x
-// 256 tiles leave 16 blocks with 3 and the 32 slivers add half a tile's work to each of those, under the 4 of the rest.
-template <int kN>
+// 256 tiles leave 16 blocks with 3, and the 16 slivers of two tile rows each (WsShape::kNarrowTiles) add half a
+// tile's work to each of those, under the 4 of the rest. A sliver's tile rows are of one map of A (AMaps: rows of
+// one lag), so a map's last sliver may hold one tile row and rows past the map's end (zeros, not stored).
+// Measured on an H200 (2026-12-04, the kernel's own time, results/2026-12-04-nvidia-h200/matmul-narrow-tiles.json):
+// 4096 x 4104 x 4096 (B's rows 4160 apart) 192.1-192.6 us with slivers of two tile rows against 194.1-194.4 with
+// slivers of one (two k steps to a slot), 4095 x 4097 x 4093 199.7-200.3 against 201.7-201.9, and 4096^3 (no
+// slivers) 188.3-188.8 against 187.8-188.2. Extending the tiles of the column before to 128 x 320 instead, so that
+// no A tile is loaded twice (one more strip of B and one more wgmma per step, those tiles going to the blocks with
+// one tile fewer), was no faster: 193.9 and 201.9, and 4096^3 189.5.
+template <int kN, int kNarrowTiles = 1>
 struct TileWalk {
     int tiles_m, cols;  // the full tiles: tiles_m x cols of them (the last of them cut by N where it has no narrow one)
-    int full, slivers;  // how many full tiles; narrow ones (tiles_m, or 0 where N leaves no narrow column)
+    int full, slivers;  // how many full tiles; narrow ones (0 where N leaves no narrow column)
+    int tiles_per_map, per_map;  // tile rows per map of A (AMaps); slivers per map
     // the blocks with one full tile fewer, which take the slivers: blocks first_short onward, shorts of them (all,
     // where every block has as many)
     int first_short, shorts;
 
-    __host__ __device__ TileWalk(int64_t M, int64_t N, int kM, int blocks)
-        : TileWalk(int((M + kM - 1) / kM), N, blocks) {}
-    __host__ __device__ TileWalk(int row_tiles, int64_t N, int blocks) {
+    // maps x tiles_per_map tile rows (AMaps' residues and tiles_per_map; one map of them all for the choice)
+    __host__ __device__ TileWalk(int maps, int row_tiles_per_map, int64_t N, int blocks) {
         const int64_t rem = N % kN;
         const bool narrow = kN > kStrip && rem != 0 && rem <= kStrip;
-        tiles_m = row_tiles;
+        tiles_per_map = row_tiles_per_map;
+        per_map = (tiles_per_map + kNarrowTiles - 1) / kNarrowTiles;
+        tiles_m = maps * tiles_per_map;
         cols = int(N / kN) + (rem != 0 && !narrow);
         full = tiles_m * cols;
-        slivers = narrow ? tiles_m : 0;
+        slivers = narrow ? maps * per_map : 0;
         first_short = blocks > 0 ? full % blocks : 0;
         shorts = blocks - first_short;
     }
     __host__ __device__ int tiles() const { return full + slivers; }
 
-    // Block b's k-th tile (b + k * blocks among the full ones, then its slivers): false past its last.
+    // Block b's k-th tile (b + k * blocks among the full ones, then its slivers): false past its last. A sliver's
+    // tm is its first tile row.
     __device__ bool at(int b, int blocks, int k, int& tm, int& tn, bool& narrow) const {
         const int own_full = b < full ? (full - 1 - b) / blocks + 1 : 0;
         if (k < own_full) {
@@ -340,7 +356,7 @@ struct TileWalk {
         }
         const int s = (b - first_short) + (k - own_full) * shorts;  // this block's (k - own_full)-th sliver
         if (b < first_short || s >= slivers) return false;
-        tm = s, tn = cols, narrow = true;
+        tm = (s / per_map) * tiles_per_map + (s % per_map) * kNarrowTiles, tn = cols, narrow = true;
         return true;
     }
 };
@@ -394,20 +410,21 @@ struct LessonRing {
 };
 
 template <typename T, int kM, int kN, int kConsumers, bool kPersistent, typename Ring = LessonRing>
-__global__ void __launch_bounds__(WsShape<kM, kN, kConsumers>::kThreads, 1)
+__global__ void __launch_bounds__(WsShape<kM, kN, kConsumers, kPersistent>::kThreads, 1)
     matmul_wgmma_ws_kernel(const __grid_constant__ AMaps a_maps, const __grid_constant__ CUtensorMap map_b, T* c,
                            int64_t M, int64_t N, int64_t K, int* stuck) {
 #ifndef LABKIT_SM90A
     __trap();
 #else
-    using S = WsShape<kM, kN, kConsumers>;
+    using S = WsShape<kM, kN, kConsumers, kPersistent>;
     extern __shared__ uint8_t raw_smem[];
     uint8_t* smem = aligned_smem(raw_smem);
     __shared__ __align__(8) uint64_t full[S::kStages], empty[S::kStages];
     const int t = threadIdx.x, group = t / kWarpgroup;
     // This block's k-th tile: (tm, tn), narrow where it is a sliver. The persistent kernels walk the tiles as
     // TileWalk says; the others have one tile each, their block's, narrow where N leaves a narrow last column.
-    const TileWalk<kN> walk(a_maps.residues * a_maps.tiles_per_map, N, kPersistent ? int(gridDim.x) : 0);
+    const TileWalk<kN, S::kNarrowTiles> walk(a_maps.residues, a_maps.tiles_per_map, N,
+                                             kPersistent ? int(gridDim.x) : 0);
     // Tile row tm's map of A, its first row in that map, and the lag of its rows (AMaps), whose columns shift the
     // k steps: ceil((K + lag) / 64) of them, kNarrowDepth to a slot where the tile is narrow. The producer and the
     // consumers walk the ring by this count, so it is made here only.
@@ -453,13 +470,16 @@ __global__ void __launch_bounds__(WsShape<kM, kN, kConsumers>::kThreads, 1)
                         atomicExch(stuck, 1);
                         return;
                     }
-                    if (narrow) {  // kNarrowDepth k steps of the A tile and B's one strip (past K: zeros)
+                    if (narrow) {  // kNarrowDepth k steps of the A tiles and B's one strip (past K: zeros)
                         bar_expect_bytes(&full[s], S::kNarrowDepth * S::kNarrowPiece);
                         for (int d = 0; d < S::kNarrowDepth; d++) {
                             const int at = (step * S::kNarrowDepth + d) * kBK;
                             T* piece = slot_a(s) + d * S::kNarrowPiece / int(sizeof(T));
-                            tma_load(piece, &a_maps.map[map], at, first, &full[s]);
-                            tma_load(piece + S::kTileBytesA / int(sizeof(T)), &map_b, tn * kN, at - lag, &full[s]);
+                            for (int u = 0; u < S::kNarrowTiles; u++)
+                                tma_load(piece + u * S::kTileBytesA / int(sizeof(T)), &a_maps.map[map], at,
+                                         first + u * kM, &full[s]);
+                            tma_load(piece + S::kNarrowTiles * S::kTileBytesA / int(sizeof(T)), &map_b, tn * kN,
+                                     at - lag, &full[s]);
                         }
                         continue;
                     }
@@ -473,18 +493,24 @@ __global__ void __launch_bounds__(WsShape<kM, kN, kConsumers>::kThreads, 1)
         }
     } else {  // a consumer
         if constexpr (kConsumers == 2) asm volatile("setmaxnreg.inc.sync.aligned.u32 240;");
-        const int row_in_tile = (group - 1) * (kM / kConsumers);
+        // this warpgroup's first row in a full tile and in a narrow one
+        const int row_in_tile = (group - 1) * (kM / kConsumers), row_in_narrow = row_in_tile * S::kNarrowTiles;
         const bool releases = t % kWarpgroup == 0;  // one arrival per warpgroup on the empty barriers
         int i = 0;
         int tm, tn, map, first, lag, steps;
         bool narrow;
         for (int k = 0; tile_of(k, tm, tn, narrow); k++) {
             rows_of(tm, narrow, map, first, lag, steps);
-            float d[S::kHalves][kN / 2];
+            // The accumulators of 64-row block h: d + h * kN / 2 in a full tile; in a narrow one the first kStrip / 2
+            // of those, or where a narrow tile has more such blocks than a full one (a pair of tile rows), an array of
+            // their own (inside the full tile's, ptxas serializes the kernel's wgmmas: C7511)
+            constexpr bool kOwn = S::kNarrowHalves > S::kHalves;
+            float d[S::kHalves * kN / 2], dn[kOwn ? S::kNarrowHalves * kStrip / 2 : 1];
 #pragma unroll
-            for (int h = 0; h < S::kHalves; h++)
+            for (int v = 0; v < S::kHalves * kN / 2; v++) d[v] = 0.0f;
 #pragma unroll
-                for (int v = 0; v < kN / 2; v++) d[h][v] = 0.0f;
+            for (int v = 0; v < (kOwn ? S::kNarrowHalves * kStrip / 2 : 1); v++) dn[v] = 0.0f;
+            auto narrow_d = [&](int h) { return kOwn ? dn + h * kStrip / 2 : d + h * kN / 2; };
             int last = 0;  // the slot of the step before
             for (int step = 0; step < steps; step++, i++) {
                 const RingStep ring = Ring::step(i, S::kStages);
@@ -493,21 +519,24 @@ __global__ void __launch_bounds__(WsShape<kM, kN, kConsumers>::kThreads, 1)
                     atomicExch(stuck, 1);
                     return;
                 }
-                if (step == 0 && lag > 0) zero_lag(slot_a(s), row_in_tile, kM / kConsumers, lag, group);
+                if (step == 0 && lag > 0) {
+                    if (narrow) zero_lag(slot_a(s), row_in_narrow, S::kNarrowHalves * 64, lag, group);
+                    else zero_lag(slot_a(s), row_in_tile, kM / kConsumers, lag, group);
+                }
                 wgmma_fence();
                 if (narrow) {  // the same for the whole warpgroup, as wgmma requires
 #pragma unroll
                     for (int p = 0; p < S::kNarrowDepth; p++) {
                         const T* piece = slot_a(s) + p * S::kNarrowPiece / int(sizeof(T));
 #pragma unroll
-                        for (int h = 0; h < S::kHalves; h++)
-                            multiply_slot<T, kStrip>(d[h], piece + (row_in_tile + h * 64) * kBK,
-                                                     piece + S::kTileBytesA / int(sizeof(T)));
+                        for (int h = 0; h < S::kNarrowHalves; h++)
+                            multiply_slot<T, kStrip>(narrow_d(h), piece + (row_in_narrow + h * 64) * kBK,
+                                                     piece + S::kNarrowTiles * S::kTileBytesA / int(sizeof(T)));
                     }
                 } else {
 #pragma unroll
                     for (int h = 0; h < S::kHalves; h++)
-                        multiply_slot<T, kN>(d[h], slot_a(s) + (row_in_tile + h * 64) * kBK, slot_b(s));
+                        multiply_slot<T, kN>(d + h * kN / 2, slot_a(s) + (row_in_tile + h * 64) * kBK, slot_b(s));
                 }
                 wgmma_commit();
                 wgmma_wait<1>();  // the step before's wgmmas are done: its slot goes back
@@ -516,13 +545,21 @@ __global__ void __launch_bounds__(WsShape<kM, kN, kConsumers>::kThreads, 1)
             }
             wgmma_wait<0>();
             if (releases) bar_arrive(&empty[last]);
+            // 64-row block h starts at row first + row_in_tile (or row_in_narrow) + h * 64 of map `map`, which is
+            // row `map` + residues x that of C
+            const int64_t col0 = int64_t(tn) * kN;
+            if (narrow) {
 #pragma unroll
-            for (int h = 0; h < S::kHalves; h++) {
-                // row first + row_in_tile + h * 64 of map `map`, which is row `map` + residues x that of C
-                const int64_t row0 = map + int64_t(a_maps.residues) * (first + row_in_tile + h * 64);
-                const int64_t col0 = int64_t(tn) * kN;
-                if (narrow) store_block<T, kStrip>(c, d[h], row0, a_maps.residues, col0, M, N);
-                else store_block<T, kN>(c, d[h], row0, a_maps.residues, col0, M, N);
+                for (int h = 0; h < S::kNarrowHalves; h++) {
+                    const int64_t row0 = map + int64_t(a_maps.residues) * (first + row_in_narrow + h * 64);
+                    store_block<T, kStrip>(c, narrow_d(h), row0, a_maps.residues, col0, M, N);
+                }
+            } else {
+#pragma unroll
+                for (int h = 0; h < S::kHalves; h++) {
+                    const int64_t row0 = map + int64_t(a_maps.residues) * (first + row_in_tile + h * 64);
+                    store_block<T, kN>(c, d + h * kN / 2, row0, a_maps.residues, col0, M, N);
+                }
             }
         }
     }
@@ -624,8 +661,8 @@ int sm_count(int device) {
 template <typename T, int kM, int kN, int kConsumers, bool kPersistent, typename Ring = LessonRing>
 cudaError_t launch_ws(const AMaps& a_maps, const CUtensorMap& map_b, T* c, int64_t M, int64_t N, int64_t K, int device,
                       cudaStream_t stream, int* stuck = nullptr) {
-    using S = WsShape<kM, kN, kConsumers>;
-    const TileWalk<kN> walk(a_maps.residues * a_maps.tiles_per_map, N, 1);
+    using S = WsShape<kM, kN, kConsumers, kPersistent>;
+    const TileWalk<kN, S::kNarrowTiles> walk(a_maps.residues, a_maps.tiles_per_map, N, 1);
     dim3 grid(unsigned(cdiv(N, kN)), unsigned(walk.tiles_m));
     if (kPersistent) grid = dim3(unsigned(walk.tiles() < sm_count(device) ? walk.tiles() : sm_count(device)));
     return launch<matmul_wgmma_ws_kernel<T, kM, kN, kConsumers, kPersistent, Ring>>(
