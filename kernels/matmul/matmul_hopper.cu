@@ -261,20 +261,11 @@ struct PadPack {
         hi = more ? __ldcs(piece + 1) : make_uint4(0, 0, 0, 0);
     }
 
-    // the 32 bytes as four 64-bit words, shifted right by 16 e bits: word k of the result is made of words
-    // k + e / 4 and k + e / 4 + 1
+    // elements e .. e + 7 of the 32 bytes
     __device__ __forceinline__ uint4 value() const {
         if (one_by_one) return lo;
-        const uint64_t w[4] = {lo.x | uint64_t(lo.y) << 32, lo.z | uint64_t(lo.w) << 32, hi.x | uint64_t(hi.y) << 32,
-                               hi.z | uint64_t(hi.w) << 32};
-        const int word = e / 4, bits = (e % 4) * 16;
-        uint64_t out[2];
-#pragma unroll
-        for (int k = 0; k < 2; k++) {
-            const uint64_t low = word ? w[k + 1] : w[k], high = word ? w[k + 2] : w[k + 1];
-            out[k] = bits ? low >> bits | high << (64 - bits) : low;
-        }
-        return make_uint4(uint32_t(out[0]), uint32_t(out[0] >> 32), uint32_t(out[1]), uint32_t(out[1] >> 32));
+        const uint32_t w[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+        return elements_from(w, e);
     }
 };
 

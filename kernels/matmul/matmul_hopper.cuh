@@ -195,11 +195,30 @@ __device__ __forceinline__ void transpose_quad(uint32_t* t, int q) {
     }
 }
 
+// Elements e .. e + 7 (e = 0-8) of the 16 16-bit elements in words w[0..7] (element 2k in w[k]'s low half): one
+// aligned 16-byte piece's worth, moved into place by whole words (e / 2), then by half a word where e is odd. The
+// epilogue's stores (below) and the padding copy (matmul_hopper.cu's PadPack) both shift 16 bytes into place so.
+__device__ __forceinline__ uint4 elements_from(const uint32_t* w, int e) {
+    const int words = e / 2;
+    uint32_t y[5];  // y[k] = w[k + words]: a select per word, so that w stays in registers
+#pragma unroll
+    for (int k = 0; k < 5; k++) {
+        y[k] = w[k];
+#pragma unroll
+        for (int m = 1; m <= 4; m++)
+            if (k + m < 8 && words == m) y[k] = w[k + m];
+    }
+    uint32_t out[4];
+#pragma unroll
+    for (int k = 0; k < 4; k++) out[k] = e % 2 ? __funnelshift_r(y[k], y[k + 1], 16) : y[k];
+    return make_uint4(out[0], out[1], out[2], out[3]);
+}
+
 // The block's rows are rows_apart rows of C apart (1, or 8 where A was read through its eight residue maps: AMaps).
 // Round i: lane q's words x[4..7] are group j = 4i + q (after transpose_quad), x[0..3] group j - 1 (the lane
 // before's, or for the first lane the last lane's of the round before: carry); the aligned piece holding columns
-// 8j - o .. 8j - o + 7 is elements 8 - o .. 15 - o of x. One round more than there are groups of four gives the
-// tile's last o columns a piece.
+// 8j - o .. 8j - o + 7 is elements 8 - o .. 15 - o of x (elements_from). One round more than there are groups of
+// four gives the tile's last o columns a piece.
 template <typename T, int kN>
 __device__ __forceinline__ void store_block(T* c, const float* d, int64_t row0, int rows_apart, int64_t col0, int64_t M,
                                             int64_t N) {
@@ -212,8 +231,6 @@ __device__ __forceinline__ void store_block(T* c, const float* d, int64_t row0, 
         const bool row_in = row < M;
         T* at = c + (row_in ? row : 0) * N + col0;  // the tile's first column in this row
         const int o = int((reinterpret_cast<uintptr_t>(at) / 2) % 8);  // elements past a 16-byte boundary
-        const int words = (8 - o) / 2;  // the shift: whole words, and half of one more where o is odd
-        const bool half = o % 2 != 0;
         uint32_t carry[4] = {0u, 0u, 0u, 0u};
 #pragma unroll
         for (int i = 0; i <= kN / 32; i++) {
@@ -230,27 +247,18 @@ __device__ __forceinline__ void store_block(T* c, const float* d, int64_t row0, 
                 x[k] = q == 0 ? carry[k] : got;
                 carry[k] = got;
             }
-            uint32_t y[5];  // y[k] = x[k + words]
-#pragma unroll
-            for (int k = 0; k < 5; k++) {
-                y[k] = x[k];
-#pragma unroll
-                for (int s = 1; s <= 4; s++)
-                    if (k + s < 8 && words == s) y[k] = x[k + s];
-            }
-            uint32_t piece[4];
-#pragma unroll
-            for (int k = 0; k < 4; k++) piece[k] = half ? __funnelshift_r(y[k], y[k + 1], 16) : y[k];
+            const uint4 piece = elements_from(x, 8 - o);
             const int first = 8 * (4 * i + q) - o;  // the piece's first column, in the tile
             if (!row_in) continue;
             if (first >= 0 && first + 8 <= kN && col0 + first + 8 <= N) {
-                *reinterpret_cast<uint4*>(at + first) = make_uint4(piece[0], piece[1], piece[2], piece[3]);
+                *reinterpret_cast<uint4*>(at + first) = piece;
             } else {  // at the tile's ends, or past N: the columns that are this tile's and C's
+                const uint32_t w[4] = {piece.x, piece.y, piece.z, piece.w};
 #pragma unroll
                 for (int e = 0; e < 8; e++) {
                     const int col = first + e;
                     if (col >= 0 && col < kN && col0 + col < N)
-                        reinterpret_cast<uint16_t*>(at)[col] = uint16_t(piece[e / 2] >> (16 * (e % 2)));
+                        reinterpret_cast<uint16_t*>(at)[col] = uint16_t(w[e / 2] >> (16 * (e % 2)));
                 }
             }
         }
