@@ -513,11 +513,12 @@ __global__ void __launch_bounds__(WsShape<kM, kN, kConsumers, kPersistent>::kThr
             // of those, or where a narrow tile has more such blocks than a full one (a pair of tile rows), an array of
             // their own (inside the full tile's, ptxas serializes the kernel's wgmmas: C7511)
             constexpr bool kOwn = S::kNarrowHalves > S::kHalves;
-            float d[S::kHalves * kN / 2], dn[kOwn ? S::kNarrowHalves * kStrip / 2 : 1];
+            constexpr int kFull = S::kHalves * kN / 2, kNarrow = kOwn ? S::kNarrowHalves * kStrip / 2 : 1;
+            float d[kFull], dn[kNarrow];
 #pragma unroll
-            for (int v = 0; v < S::kHalves * kN / 2; v++) d[v] = 0.0f;
+            for (int v = 0; v < kFull; v++) d[v] = 0.0f;
 #pragma unroll
-            for (int v = 0; v < (kOwn ? S::kNarrowHalves * kStrip / 2 : 1); v++) dn[v] = 0.0f;
+            for (int v = 0; v < kNarrow; v++) dn[v] = 0.0f;
             auto narrow_d = [&](int h) { return kOwn ? dn + h * kStrip / 2 : d + h * kN / 2; };
             int last = 0;  // the slot of the step before
             for (int step = 0; step < steps; step++, i++) {
