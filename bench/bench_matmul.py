@@ -9,6 +9,9 @@ different operation).
 
 Other shapes, each its own "pass" (n is M there):
   skinny     512 x 8192 x 512 (M x N x K), float32 and bfloat16: few output tiles for 132 SMs
+  long-k     M = N from 256 to 2048 at K = 8192, float32, bfloat16 and float16: a small output and a long sum, where
+             ops.matmul cuts K into ranges (split-K, version 15) while the output's tiles fill too few SMs
+  tall       16384 x 1024 x 1024 (M x N x K), bfloat16: many tiles, each of only 16 steps of 64
   unaligned  4095 x 4097 x 4093 in bfloat16, beside ours at 4096^3 ("ours_aligned", the same n): inputs that TMA
              cannot read are copied with padded rows, and tile counts that fill the last wave badly
   harness    4096 x 5120 x 4096 in float16, each call timed as a competition harness times it: the GPU idle, CUDA
@@ -56,6 +59,10 @@ BF16_PER_CLOCK = {(8, 0): 2048, (9, 0): 4096}
 SKINNY = (512, 8192, 512)
 UNALIGNED = (4095, 4097, 4093)
 HARNESS = (4096, 5120, 4096)
+LONG_K = 8192  # the long-k pass: M = N = n, K = LONG_K
+LONG_K_SIZES = [256, 512, 1024, 2048]
+LONG_K_QUICK = [512, 1024]  # the bars are judged there
+TALL = (16384, 1024, 1024)
 
 
 def _bar(pass_, dtype, at_least, n_from, n_to=None, impl="ours", vs="torch"):
@@ -74,7 +81,8 @@ def _bar(pass_, dtype, at_least, n_from, n_to=None, impl="ours", vs="torch"):
 
 # At 4096^3 and 8192^3: 16 bits at least 0.70x torch.matmul (the tensor-core kernels against cuBLAS), float32 at
 # least 0.75x; the skinny product at least 0.5x; the harness's one call at least 0.70x; a shape no multiple of any
-# tile within 15% of the speed at the nearest multiple.
+# tile within 15% of the speed at the nearest multiple; a long K (512 x 8192 x 512 and 1024 x 8192 x 1024, M x K x N)
+# at least 0.7x in every dtype; many short tiles (16384 x 1024 x 1024) at least 0.9x.
 BARS = [
     _bar("square", "bfloat16", 0.70, 4096, 8192),
     _bar("square", "float16", 0.70, 4096, 8192),
@@ -83,6 +91,10 @@ BARS = [
     _bar("skinny", "float32", 0.5, SKINNY[0]),
     _bar("harness", "float16", 0.70, HARNESS[0]),
     _bar("unaligned", "bfloat16", 0.85, UNALIGNED[0], vs="ours_aligned"),
+    _bar("long-k", "bfloat16", 0.7, 512, 1024),
+    _bar("long-k", "float16", 0.7, 512, 1024),
+    _bar("long-k", "float32", 0.7, 512, 1024),
+    _bar("tall", "bfloat16", 0.9, TALL[0]),
 ]
 
 
@@ -191,6 +203,16 @@ def run(bench):
             flops, nbytes = _cost(*HARNESS, a)
             for impl, fn in (("ours", lambda: ours(a, b)), ("torch", lambda: a @ b)):
                 bench.measure("matmul", "harness", torch.float16, HARNESS[0], impl, fn, nbytes, flops, timer=one_call)
+            for dtype in (torch.float32, torch.bfloat16, torch.float16):
+                for n in LONG_K_QUICK if bench.quick else LONG_K_SIZES:
+                    a, b = _inputs(n, n, LONG_K, dtype, dev)
+                    flops, nbytes = _cost(n, n, LONG_K, a)
+                    for impl, fn in (("ours", lambda: ours(a, b)), ("torch", lambda: torch.matmul(a, b))):
+                        bench.measure("matmul", "long-k", dtype, n, impl, fn, nbytes, flops)
+            a, b = _inputs(*TALL, torch.bfloat16, dev)
+            flops, nbytes = _cost(*TALL, a)
+            for impl, fn in (("ours", lambda: ours(a, b)), ("torch", lambda: torch.matmul(a, b))):
+                bench.measure("matmul", "tall", torch.bfloat16, TALL[0], impl, fn, nbytes, flops)
             del a, b
     finally:
         torch.backends.cuda.matmul.allow_tf32 = tf32
@@ -204,7 +226,12 @@ def run(bench):
             "chosen": {
                 f"{dtype} {m}x{n}x{k}": ops.matmul(*_inputs(m, n, k, dtype, dev), which=True)
                 for dtype in (torch.float32, torch.bfloat16, torch.float16)
-                for m, n, k in ((4096, 4096, 4096), SKINNY, UNALIGNED, HARNESS)
+                for m, n, k in ((4096, 4096, 4096), SKINNY, UNALIGNED, HARNESS, (512, 512, LONG_K), TALL)
+            },
+            "splits": {
+                f"{dtype} {n}x{n}x{LONG_K}": ops.matmul(*_inputs(n, n, LONG_K, dtype, dev), splits=True)
+                for dtype in (torch.float32, torch.bfloat16, torch.float16)
+                for n in LONG_K_SIZES
             },
             "resources": [],
         }

@@ -7,11 +7,17 @@
 2. Where the time of a 16-bit product whose sizes TMA cannot read as they are goes (4095 x 4097 x 4093): B's copy
    into padded rows, A read through its residue maps, the kernel on already-padded inputs, and each Hopper version,
    beside the 4096^3 product.
+3. Split-K (version 15): into how many ranges of k to cut a long K under a small output (M = N = 512, 1024 at
+   K = 8192), and for float32 on which tile shape, timed at forced counts ($LABKIT_MATMUL_SWEEP_SPLITS in the sweep
+   build, which both matmul.cu and matmul_hopper.cu then read) beside torch.matmul and the versions that do not split;
+   1024^3 with and without a split; the row sweep M = N = 256 ... 2048 at K = 8192 as ops.matmul runs it; and
+   16384 x 1024 x 1024 in bfloat16 on each Hopper version.
 
-    python scripts/experiment_matmul_variants.py     (prints; writes results/<date>-<gpu>/matmul-variants-float32.json
-                                                      and -unaligned.json, or into $OUT where it is set)
+    python scripts/experiment_matmul_variants.py     (prints; writes results/<date>-<gpu>/matmul-variants-float32.json,
+                                                      -unaligned.json and -splitk.json, or into $OUT where it is set)
 
-STEPS="float32" or "unaligned" runs one; SIZES="2048,4096,8192" sets the float32 sizes; SHAPES="0,1,2" the shapes."""
+STEPS="float32", "unaligned" or "splitk" runs one; SIZES="2048,4096,8192" sets the float32 sizes; SHAPES="0,1,2" the
+shapes."""
 
 import json
 import os
@@ -174,17 +180,96 @@ def unaligned(lab, dev, res):
     print("choice", out["choice"], "error", out["error of bound"], flush=True)
 
 
+def sweep_env(fn, shape=1, splits=None):
+    """fn run with the sweep build's float32 tile shape (1: version 14's, as shipped) and split count (None: the
+    rule's) set first."""
+
+    def run():
+        os.environ["LABKIT_MATMUL_SWEEP_SHAPE"] = str(shape)
+        if splits is None:
+            os.environ.pop("LABKIT_MATMUL_SWEEP_SPLITS", None)
+        else:
+            os.environ["LABKIT_MATMUL_SWEEP_SPLITS"] = str(splits)
+        return fn()
+
+    return run
+
+
+def split_k(lab, dev, res):
+    """Split-K's count and tile shape, 1024^3 with and without, the row sweep and 16384 x 1024 x 1024."""
+    tf32, torch.backends.cuda.matmul.allow_tf32 = torch.backends.cuda.matmul.allow_tf32, False
+    out = res["splitk"] = {}
+    mm = lab.matmul
+
+    def run(name, fns, flops):
+        times = timing.side_by_side(fns, device=dev, rounds=3, budget=0.4)
+        row = out[name] = {
+            k: {"us": t.median * 1e6, "vs_torch": times["torch"].median / t.median} for k, t in times.items()
+        }
+        print(
+            f"{name} (us, x torch): " + ", ".join(f"{k} {v['us']:.1f} ({v['vs_torch']:.3f})" for k, v in row.items()),
+            flush=True,
+        )
+
+    for dtype in (torch.float32, torch.bfloat16, torch.float16):
+        for n in (512, 1024):
+            a, b = torch.randn(n, 8192, device=dev, dtype=dtype), torch.randn(8192, n, device=dev, dtype=dtype)
+            fns = {"torch": lambda: torch.matmul(a, b), "fast": sweep_env(lambda: mm(a, b))}
+            plain = "pipelined" if dtype == torch.float32 else "warpspec"
+            fns[plain] = sweep_env(lambda v=plain: mm(a, b, version=v))
+            if dtype != torch.float32:
+                fns["wide"] = sweep_env(lambda: mm(a, b, version="wide"))
+            for splits in (2, 4, 8, 16, 32):
+                for shape in (1, 5, 0) if dtype == torch.float32 else (1,):
+                    fns[f"splitk/{splits}/{shape}"] = sweep_env(lambda: mm(a, b, version="splitk"), shape, splits)
+            errors = {}
+            for name, fn in fns.items():
+                if name != "torch":
+                    errors[name] = max_error_ratio(fn(), a, b)
+            run(f"{dtype} {n}x8192x{n}", fns, 2 * n * n * 8192)
+            out[f"{dtype} {n}x8192x{n}"]["errors of bound"] = errors
+            out[f"{dtype} {n}x8192x{n}"]["fast splits"] = sweep_env(lambda: mm(a, b, splits=True))()
+    for dtype in (torch.float32, torch.bfloat16):
+        a, b = torch.randn(1024, 1024, device=dev, dtype=dtype), torch.randn(1024, 1024, device=dev, dtype=dtype)
+        plain = "pipelined" if dtype == torch.float32 else "warpspec"
+        fns = {"torch": lambda: torch.matmul(a, b), plain: sweep_env(lambda v=plain: mm(a, b, version=v))}
+        for splits in (2, 4):
+            fns[f"splitk/{splits}"] = sweep_env(lambda: mm(a, b, version="splitk"), 1, splits)
+        run(f"{dtype} 1024^3", fns, 2 * 1024**3)
+    for dtype in (torch.bfloat16, torch.float32):
+        for n in (256, 512, 768, 1024, 1536, 2048):
+            a, b = torch.randn(n, 8192, device=dev, dtype=dtype), torch.randn(8192, n, device=dev, dtype=dtype)
+            run(
+                f"sweep {dtype} {n}x8192x{n}",
+                {"torch": lambda: torch.matmul(a, b), "fast": sweep_env(lambda: mm(a, b))},
+                2 * n * n * 8192,
+            )
+            out[f"sweep {dtype} {n}x8192x{n}"]["fast"]["version"] = sweep_env(lambda: mm(a, b, which=True))()
+            out[f"sweep {dtype} {n}x8192x{n}"]["fast"]["splits"] = sweep_env(lambda: mm(a, b, splits=True))()
+    a, b = (
+        torch.randn(16384, 1024, device=dev, dtype=torch.bfloat16),
+        torch.randn(1024, 1024, device=dev, dtype=torch.bfloat16),
+    )
+    fns = {"torch": lambda: torch.matmul(a, b), "fast": sweep_env(lambda: mm(a, b))}
+    for v in ("warpspec", "wide", "persistent", "tall"):
+        fns[v] = sweep_env(lambda v=v: mm(a, b, version=v))
+    run("bfloat16 16384x1024x1024", fns, 2 * 16384 * 1024 * 1024)
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+
+
 def main():
     dev = torch.device("cuda")
-    steps = os.environ.get("STEPS", "float32,unaligned").split(",")
-    if "float32" in steps:  # the sweep needs the variant build; the unaligned step is the op as it ships
-        lab, _ = scratch_variant("matmul", lambda src: "#define LABKIT_MATMUL_SWEEP 1\n" + src)
+    steps = os.environ.get("STEPS", "float32,unaligned,splitk").split(",")
+    if "float32" in steps or "splitk" in steps:  # the sweeps need the variant build; unaligned, the op as it ships
+        lab, kernels = scratch_variant("matmul", lambda src: "#define LABKIT_MATMUL_SWEEP 1\n" + src)
+        hopper = kernels / "matmul" / "matmul_hopper.cu"  # its split count too
+        hopper.write_text("#define LABKIT_MATMUL_SWEEP 1\n" + hopper.read_text())
     else:
         from loader import ops as lab
     t0 = time.time()
     lab.matmul(torch.ones(2, 2, device=dev), torch.ones(2, 2, device=dev))  # builds it
     print(f"built in {time.time() - t0:.1f}s", flush=True)
-    for step, name in ((sweep_float32, "float32"), (unaligned, "unaligned")):
+    for step, name in ((sweep_float32, "float32"), (unaligned, "unaligned"), (split_k, "splitk")):
         if name not in steps:
             continue
         res = {

@@ -182,6 +182,13 @@ def test_bad_version():
         ops.matmul(torch.ones(3, 3), torch.ones(3, 3), version="tiled")
     with pytest.raises(RuntimeError, match="no CPU version"):
         ops.matmul(torch.ones(3, 3), torch.ones(3, 3), version="naive")
+    with pytest.raises(RuntimeError, match="no CPU version"):
+        ops.matmul(torch.ones(3, 3), torch.ones(3, 3), version="splitk")
+
+
+def test_the_cpu_kernel_splits_nothing():
+    a, b = _ab(8, 8, 8192, torch.float32, "cpu")
+    assert ops.matmul(a, b, splits=True) == 1 and ops.matmul(a, b, which=True) == "cpu"
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -398,6 +405,51 @@ def test_16_bit_gradients_run_on_the_fast_kernels(dtype):
     assert_matmul_close(b.grad, a.detach().t(), w)
 
 
+# Split-K (version 15): a long K under an output of few tiles. Every dtype it takes (16 bits on a Hopper GPU), with
+# shapes that are cut into 2 to 32 ranges: one tile (1 x 1, 128 x 128), odd sizes (K no multiple of 4 or 8: the
+# scalar loads in float32, the padded copy in 16 bits), A read through its eight residue maps (1000 rows, K odd: the
+# first range alone zeroes the lag columns), and 128 x 128 x 8256, whose last 6 ranges of 32 are empty in 16 bits
+# (ceil(129 / 32) = 5 steps of 64 to a range: the 27th starts past the end) and must add zeros.
+SPLIT_SHAPES = [(1, 1, 4096), (7, 33, 5000), (128, 128, 8256), (129, 257, 4099), (512, 512, 8192), (1000, 136, 3001)]
+
+
+def split_dtypes():
+    return [torch.float32] + ([torch.float16, torch.bfloat16] if on_hopper() else [])
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("mnk", SPLIT_SHAPES, ids=str)
+def test_split_k(mnk):
+    for dtype in split_dtypes():
+        a, b = _ab(*mnk, dtype, "cuda")
+        got = ops.matmul(a, b, version="splitk")
+        assert_matmul_close(got, a, b)
+        # the partial products are added in a fixed order: the same inputs give the same bits every time
+        assert torch.equal(got, ops.matmul(a, b, version="splitk"))
+
+
+@pytest.mark.cuda
+def test_fast_splits_k_where_the_output_has_few_tiles():
+    """The default cuts K into ranges where the output has too few tiles for the SMs and K is long enough (512 x 8192
+    x 512, M x K x N), and not where the tiles fill the GPU (4096^3, 16384 x 1024 x 1024) or K is short; what it runs
+    is what it says."""
+    for dtype in split_dtypes():
+        long_k = _ab(512, 512, 8192, dtype, "cuda")
+        assert ops.matmul(*long_k, which=True) == "splitk" and ops.matmul(*long_k, splits=True) > 1
+        got = ops.matmul(*long_k)
+        assert_matmul_close(got, *long_k)
+        assert torch.equal(got, ops.matmul(*long_k, version="splitk"))
+        for m, n, k in ((4096, 4096, 4096), (16384, 1024, 1024), (512, 512, 128)):
+            a, b = torch.empty(m, k, device="cuda", dtype=dtype), torch.empty(k, n, device="cuda", dtype=dtype)
+            assert ops.matmul(a, b, which=True) != "splitk" and ops.matmul(a, b, splits=True) == 1
+
+
+@pytest.mark.cuda
+def test_split_k_refuses_float64():
+    with pytest.raises(TypeError, match=r"split-K \(15\) takes float32, float16 or bfloat16, but a is .*Double"):
+        ops.matmul(*_ab(8, 8, 8, torch.float64, "cuda"), version="splitk")
+
+
 @pytest.mark.cuda
 def test_versions_refuse_other_dtypes():
     with pytest.raises(TypeError, match="versions 1-6 and 13-14 take float32 only, but a is .*BFloat16"):
@@ -433,6 +485,8 @@ for m, n, k in ((1, 1, 1), (7, 33, 129), (129, 127, 33), (33, 257, 7), (130, 132
     for dtype in (torch.float16, torch.bfloat16):
         ops.matmul(a.to(dtype), b.to(dtype), version="wmma")
     ops.matmul(a.double(), b.double())
+for m, n, k in ((1, 1, 1100), (33, 136, 2052), (129, 7, 1031)):  # split-K: 2 to 4 ranges, float4 and scalar loads
+    ops.matmul(torch.randn(m, k, device="cuda"), torch.randn(k, n, device="cuda"), version="splitk")
 torch.cuda.synchronize()
 print("matmul-child-done")
 """
@@ -463,6 +517,10 @@ for m, n, k in shapes:
         a, b = torch.randn(m, k, device="cuda").to(dtype), torch.randn(k, n, device="cuda").to(dtype)
         for version in ("wgmma", "warpspec", "wide", "persistent", "tall"):
             ops.matmul(a, b, version=version)
+for m, n, k in ((1, 8, 1100), (65, 264, 2052), (1000, 136, 1031), (128, 128, 8256)):  # split-K, its last range empty
+    for dtype in (torch.float16, torch.bfloat16):
+        a, b = torch.randn(m, k, device="cuda").to(dtype), torch.randn(k, n, device="cuda").to(dtype)
+        ops.matmul(a, b, version="splitk")
 for offset in range(8):  # the padding copy's 16-byte pieces, at every alignment, near the ends of the storage
     flat = torch.randn(offset + 37 * 131, device="cuda").to(torch.bfloat16)
     for version in ("wgmma", "warpspec", "persistent"):

@@ -41,10 +41,16 @@ static int64_t matmul_choice_cpu_impl(const at::Tensor& a, const at::Tensor& b) 
     return 0;  // the CPU kernel (matmul_cpu.cpp)
 }
 
+static int64_t matmul_splits_cpu_impl(const at::Tensor& a, const at::Tensor& b) {
+    check_inputs("matmul", a, b);
+    return 1;  // the CPU kernel walks all of K
+}
+
 TORCH_LIBRARY_IMPL(labkit, CPU, m) {
     m.impl("matmul", &matmul_cpu_impl);
     m.impl("matmul_version", &matmul_version_cpu_impl);
     m.impl("matmul_choice", &matmul_choice_cpu_impl);
+    m.impl("matmul_splits", &matmul_splits_cpu_impl);
 }
 
 // ----------------------------------------------------------------------------------------------
@@ -124,16 +130,20 @@ static at::Tensor matmul_cuda_run(DType dtype, const at::Tensor& a, const at::Te
     at::Tensor c = at::empty({M, N}, a.options());
     if (M == 0 || N == 0) return c;
     if (K == 0) return c.zero_();  // empty sums are 0; a grid of 0 blocks is invalid
-    if (version == kMatmulFast) version = matmul_fast_version(dtype, M, N, a.get_device());
+    if (version == kMatmulFast) version = matmul_fast_version(dtype, M, N, K, a.get_device());
     at::Tensor ac, bc;
-    if (matmul_is_hopper(version)) {  // TMA reads the matrices where they are, if it can
+    if (matmul_reads_by_tma(version, dtype)) {  // TMA reads the matrices where they are, if it can
         std::tie(ac, bc) = tma_readable(a, b, version);
     } else {  // the other kernels walk rows of exactly K and N elements
         ac = a.contiguous();
         bc = b.contiguous();
     }
+    // split-K's partial products, in float: splits x M x N, from the caching allocator (no cudaMalloc per call)
+    const int splits = matmul_splits(version, dtype, M, N, K, a.get_device());
+    const at::Tensor parts = splits > 1 ? at::empty({splits, M, N}, a.options().dtype(at::kFloat)) : at::Tensor();
     check_launch("matmul kernel", matmul_cuda(version, dtype, c.data_ptr(), ac.data_ptr(), bc.data_ptr(), M, N, K,
-                                              ac.stride(0), bc.stride(0), a.get_device(), current_stream()));
+                                              ac.stride(0), bc.stride(0), a.get_device(), current_stream(),
+                                              splits > 1 ? parts.data_ptr<float>() : nullptr, splits));
     return c;
 }
 
@@ -143,31 +153,36 @@ static at::Tensor matmul_cuda_impl(const at::Tensor& a, const at::Tensor& b) {
 
 static at::Tensor matmul_version_cuda_impl(const at::Tensor& a, const at::Tensor& b, int64_t version) {
     const char* op = "matmul(version=...)";
-    TORCH_CHECK_VALUE(version >= kMatmulNaive && version <= kMatmulPipelined,
+    TORCH_CHECK_VALUE(version >= kMatmulNaive && version <= kMatmulSplitK,
                       "matmul_version: version must be 1 "
                       "(naive), 2 (coalesced), 3 (smem), 4 (reg1d), 5 (reg2d), 6 (vec), 7 (wmma), 8 (wgmma), "
-                      "9 (warpspec), 10 (wide), 11 (persistent), 12 (tall), 13 (warptile) or 14 (pipelined); got ",
+                      "9 (warpspec), 10 (wide), 11 (persistent), 12 (tall), 13 (warptile), 14 (pipelined) or "
+                      "15 (splitk); got ",
                       version);
     const DType dtype = check_inputs(op, a, b);
     const bool tensor_cores = version == kMatmulWmma || matmul_is_hopper(int(version));
-    if (tensor_cores) {
+    if (version == kMatmulSplitK) {
+        TORCH_CHECK_TYPE(dtype != DType::f64, op, ": split-K (15) takes float32, float16 or bfloat16, but a is ",
+                         a.scalar_type());
+    } else if (tensor_cores) {
         TORCH_CHECK_TYPE(dtype == DType::f16 || dtype == DType::bf16, op,
                          ": the tensor-core versions 7-12 take "
                          "float16 or bfloat16 only, but a is ",
                          a.scalar_type());
     } else {
         TORCH_CHECK_TYPE(dtype == DType::f32, op, ": the lesson's versions 1-6 and 13-14 take float32 only, but a is ",
-                         a.scalar_type(), " (7-12 take float16 and bfloat16; the default takes every dtype)");
+                         a.scalar_type(),
+                         " (7-12 take float16 and bfloat16, 15 all three; the default takes every dtype)");
     }
     if (version == kMatmulWmma) {
         TORCH_CHECK(matmul_wmma_supported(a.get_device()), op,
                     ": version \"wmma\" needs a GPU of "
                     "compute capability 8.0 (Ampere) or newer; ",
                     a.device(), " is older");
-    } else if (matmul_is_hopper(int(version))) {
+    } else if (matmul_reads_by_tma(int(version), dtype)) {
         const c10::cuda::CUDAGuard guard(a.device());
         TORCH_CHECK(matmul_hopper_available(a.get_device()), op,
-                    ": versions 8-12 (wgmma, TMA) need a Hopper GPU "
+                    ": versions 8-12 and 15 in 16 bits (wgmma, TMA) need a Hopper GPU "
                     "(compute capability 9.0) and the op built for sm_90a (TORCH_CUDA_ARCH_LIST=9.0a, or unset on a "
                     "machine with a Hopper GPU); ",
                     a.device(), " cannot run them");
@@ -179,13 +194,22 @@ static at::Tensor matmul_version_cuda_impl(const at::Tensor& a, const at::Tensor
 static int64_t matmul_choice_cuda_impl(const at::Tensor& a, const at::Tensor& b) {
     const DType dtype = check_inputs("matmul", a, b);
     const c10::cuda::CUDAGuard guard(a.device());
-    return matmul_fast_version(dtype, a.size(0), b.size(1), a.get_device());
+    return matmul_fast_version(dtype, a.size(0), b.size(1), a.size(1), a.get_device());
+}
+
+// How many ranges of k that version cuts a @ b into (matmul.cu's matmul_splits): 1 but for split-K.
+static int64_t matmul_splits_cuda_impl(const at::Tensor& a, const at::Tensor& b) {
+    const DType dtype = check_inputs("matmul", a, b);
+    const c10::cuda::CUDAGuard guard(a.device());
+    const int64_t M = a.size(0), K = a.size(1), N = b.size(1);
+    return matmul_splits(matmul_fast_version(dtype, M, N, K, a.get_device()), dtype, M, N, K, a.get_device());
 }
 
 TORCH_LIBRARY_IMPL(labkit, CUDA, m) {
     m.impl("matmul", &matmul_cuda_impl);
     m.impl("matmul_version", &matmul_version_cuda_impl);
     m.impl("matmul_choice", &matmul_choice_cuda_impl);
+    m.impl("matmul_splits", &matmul_splits_cuda_impl);
 }
 
 #endif  // LABKIT_WITH_CUDA

@@ -331,9 +331,13 @@ using WarpTile128k16 = WarpTile<128, 128, 16, 2, 4>;   // 128 x 128 with 16 valu
 using WarpTile128t128 = WarpTile<128, 128, 8, 2, 2>;   // 4 warps of 64 x 64: 128 outputs per thread
 using WarpTile128one = WarpTile<128, 128, 8, 2, 4, 1>; // 128 x 128, registers uncapped: one block (8 warps) per SM
 
-template <typename W, bool kVec, bool kPipelined>
+// kSplit (split-K, version 15): blockIdx.z is one of gridDim.z ranges of k, each k_split deep (a multiple of kBK), and
+// c then holds gridDim.z partial products of M x N, one per range. A template argument, not k_split = K, so that
+// versions 13-14 compile as they did without it: with the range's bounds in registers for every launch, version 14
+// ran 4096^3 at 0.807 of torch.matmul on an H200 against 0.844 (2026-12-04, make bench).
+template <typename W, bool kVec, bool kPipelined, bool kSplit = false>
 __global__ void __launch_bounds__(W::kThreads, W::kMinBlocks)
-    matmul_warptile_kernel(float* c, const float* a, const float* b, int64_t M, int64_t N, int64_t K) {
+    matmul_warptile_kernel(float* c, const float* a, const float* b, int64_t M, int64_t N, int64_t K, int64_t k_split) {
     constexpr int kStages = kPipelined ? 2 : 1;
     __shared__ __align__(16) float As[kStages][W::kBK][W::kBM + W::kPadA];
     __shared__ __align__(16) float Bs[kStages][W::kBK][W::kBN];
@@ -341,6 +345,10 @@ __global__ void __launch_bounds__(W::kThreads, W::kMinBlocks)
     const int wrow = (warp / W::kWarpsAcross) * W::kWM, wcol = (warp % W::kWarpsAcross) * W::kWN;
     const int lrow = (lane / W::kLanesN) * 4, lcol = (lane % W::kLanesN) * 4;
     const int64_t row0 = int64_t(blockIdx.y) * W::kBM, col0 = int64_t(blockIdx.x) * W::kBN;
+    // this block's range of k: loads stop at its end as they would at K's (A's rows are still K apart)
+    const int64_t k_begin = kSplit ? int64_t(blockIdx.z) * k_split : 0;
+    const int64_t k_end = kSplit ? min(K, k_begin + k_split) : K;
+    if constexpr (kSplit) c += int64_t(blockIdx.z) * M * N;
     float acc[W::kIterM * 4][W::kIterN * 4] = {};
     float4 av[W::kLoadsA], bv[W::kLoadsB];
     const float4 zero = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
@@ -350,12 +358,12 @@ __global__ void __launch_bounds__(W::kThreads, W::kMinBlocks)
 #pragma unroll
         for (int q = 0; q < W::kLoadsA; q++) {
             const int i = t + q * W::kThreads, r = i / (W::kBK / 4), k = (i % (W::kBK / 4)) * 4;
-            av[q] = row0 + r < M ? load4<kVec>(a + (row0 + r) * K + k0 + k, k0 + k, K) : zero;
+            av[q] = row0 + r < M ? load4<kVec>(a + (row0 + r) * K + k0 + k, k0 + k, k_end) : zero;
         }
 #pragma unroll
         for (int q = 0; q < W::kLoadsB; q++) {
             const int i = t + q * W::kThreads, k = i / (W::kBN / 4), col = (i % (W::kBN / 4)) * 4;
-            bv[q] = k0 + k < K ? load4<kVec>(b + (k0 + k) * N + col0 + col, col0 + col, N) : zero;
+            bv[q] = k0 + k < k_end ? load4<kVec>(b + (k0 + k) * N + col0 + col, col0 + col, N) : zero;
         }
     };
     // ... and from registers into shared-memory stage s, A transposed
@@ -397,19 +405,19 @@ __global__ void __launch_bounds__(W::kThreads, W::kMinBlocks)
     };
 
     if constexpr (kPipelined) {
-        load(0);
+        load(k_begin);
         store(0);
         __syncthreads();
         int s = 0;
-        for (int64_t k0 = 0; k0 < K; k0 += W::kBK, s ^= 1) {
-            const bool more = k0 + W::kBK < K;
+        for (int64_t k0 = k_begin; k0 < k_end; k0 += W::kBK, s ^= 1) {
+            const bool more = k0 + W::kBK < k_end;
             if (more) load(k0 + W::kBK);  // in flight during this step's multiply-adds
             multiply(s);
             if (more) store(s ^ 1);  // stage s ^ 1 was last read in the previous step, before its barrier
             __syncthreads();
         }
     } else {
-        for (int64_t k0 = 0; k0 < K; k0 += W::kBK) {
+        for (int64_t k0 = k_begin; k0 < k_end; k0 += W::kBK) {
             load(k0);
             store(0);
             __syncthreads();
@@ -446,8 +454,8 @@ __global__ void __launch_bounds__(W::kThreads, W::kMinBlocks)
 
 namespace wmma = nvcuda::wmma;
 constexpr int kWM = 64, kWN = 64, kWK = 32, kWF = 16;  // block tile rows, columns, depth; fragment size
-constexpr int kWThreads = 128;                          // 4 warps, 2 x 2, each 32 x 32 of C
-constexpr int kPad16 = 8, kPad32 = 4;                   // 16 bytes of 16-bit elements, of floats
+constexpr int kWThreads = 128;  // 4 warps, 2 x 2, each 32 x 32 of C
+constexpr int kPad16 = 8, kPad32 = 4;  // 16 bytes of 16-bit elements, of floats
 
 bool matmul_wmma_supported(int device) {
     const int major =
@@ -528,6 +536,45 @@ __global__ void matmul_wmma_kernel(T* c, const T* a, const T* b, int64_t M, int6
 }
 
 // ----------------------------------------------------------------------------------------------
+// 15. Split-K's second launch: C = the sum of the partial products (splits x count floats, count = M x N), added in
+// the order 0, 1, ..., splits - 1 whatever order the blocks of the first launch ran in, so the same inputs give the
+// same bits every time (float addition is not associative: (x + y) + z and x + (y + z) can differ in the last bit,
+// and an order set by which block finishes first, as atomicAdd's, would change from run to run); rounded once to T.
+// kVec: four elements per thread, 16-byte loads (count a multiple of 4). It moves splits x 4 bytes in and 2 or 4 out
+// per element: at 512 x 512 with 16 splits 16 MB, most of it still in L2 (50 MB on an H200) from the first launch.
+template <typename T, bool kVec>
+__global__ void matmul_sum_splits_kernel(T* c, const float* parts, int64_t count, int splits) {
+    const int64_t stride = int64_t(gridDim.x) * blockDim.x;
+    const int64_t first = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+    if constexpr (kVec) {
+        const float4* part = reinterpret_cast<const float4*>(parts);
+        for (int64_t q = first; q < count / 4; q += stride) {
+            float4 acc = part[q];
+            for (int s = 1; s < splits; s++) {
+                const float4 v = part[s * (count / 4) + q];
+                acc.x += v.x, acc.y += v.y, acc.z += v.z, acc.w += v.w;
+            }
+            st(&c[4 * q], acc.x), st(&c[4 * q + 1], acc.y), st(&c[4 * q + 2], acc.z), st(&c[4 * q + 3], acc.w);
+        }
+    } else {
+        for (int64_t i = first; i < count; i += stride) {
+            float acc = parts[i];
+            for (int s = 1; s < splits; s++) acc += parts[s * count + i];
+            st(&c[i], acc);
+        }
+    }
+}
+
+template <typename T>
+static cudaError_t launch_sum_splits(T* c, const float* parts, int64_t count, int splits, cudaStream_t s) {
+    const bool vec = count % 4 == 0;
+    const int64_t blocks = std::min<int64_t>(cdiv(vec ? count / 4 : count, 256), 4096);
+    if (vec) matmul_sum_splits_kernel<T, true><<<unsigned(blocks), 256, 0, s>>>(c, parts, count, splits);
+    else matmul_sum_splits_kernel<T, false><<<unsigned(blocks), 256, 0, s>>>(c, parts, count, splits);
+    return cudaGetLastError();
+}
+
+// ----------------------------------------------------------------------------------------------
 // Launchers: the grid is the output's tiles, computed from M and N (blockIdx.x over columns); every launch is
 // checked.
 
@@ -547,40 +594,98 @@ static cudaError_t launch_wmma(T* c, const T* a, const T* b, int64_t M, int64_t 
     return cudaGetLastError();
 }
 
-// Versions 13-14 with tile shape W: float4 loads where K and N are multiples of 4 and A, B, C 16-byte aligned.
+// Versions 13-14 with tile shape W: float4 loads where K and N are multiples of 4 and A, B, C 16-byte aligned (with
+// `splits` partial products in c, each of them: M x N a multiple of 4 too). Split-K: `splits` ranges of k, the same
+// depth each, a multiple of the kernel's step, so that each range but the last is whole steps.
 template <typename W, bool kPipelined>
 static cudaError_t launch_warptile(float* c, const float* a, const float* b, int64_t M, int64_t N, int64_t K,
-                                   cudaStream_t s) {
-    const dim3 grid(cdiv(N, W::kBN), cdiv(M, W::kBM));
-    if (K % 4 == 0 && N % 4 == 0 && aligned16(a) && aligned16(b) && aligned16(c))
-        matmul_warptile_kernel<W, true, kPipelined><<<grid, W::kThreads, 0, s>>>(c, a, b, M, N, K);
-    else matmul_warptile_kernel<W, false, kPipelined><<<grid, W::kThreads, 0, s>>>(c, a, b, M, N, K);
+                                   cudaStream_t s, int splits = 1) {
+    const dim3 grid(cdiv(N, W::kBN), cdiv(M, W::kBM), unsigned(splits));
+    const bool vec = K % 4 == 0 && N % 4 == 0 && aligned16(a) && aligned16(b) && aligned16(c);
+    if constexpr (kPipelined) {  // split-K runs version 14's kernel only
+        if (splits > 1) {
+            const int64_t k_split = cdiv(cdiv(K, splits), W::kBK) * W::kBK;
+            if (vec && M * N % 4 == 0)
+                matmul_warptile_kernel<W, true, true, true><<<grid, W::kThreads, 0, s>>>(c, a, b, M, N, K, k_split);
+            else matmul_warptile_kernel<W, false, true, true><<<grid, W::kThreads, 0, s>>>(c, a, b, M, N, K, k_split);
+            return cudaGetLastError();
+        }
+    }
+    if (vec) {
+        matmul_warptile_kernel<W, true, kPipelined><<<grid, W::kThreads, 0, s>>>(c, a, b, M, N, K, K);
+    } else {
+        matmul_warptile_kernel<W, false, kPipelined><<<grid, W::kThreads, 0, s>>>(c, a, b, M, N, K, K);
+    }
     return cudaGetLastError();
 }
 
 // Version 14's tile shape: the fastest of the shapes above on the H200 (scripts/experiment_matmul_variants.py times
 // them all; a build with LABKIT_MATMUL_SWEEP runs the one that $LABKIT_MATMUL_SWEEP_SHAPE names, 0-5, for it).
 using WarpTileFast = WarpTile128x256;
+// Split-K's (15) in float32: version 14's kernel as it is (128 x 128 tiles, two blocks per SM, would cut a product
+// into half as many ranges, but their pipelined kernel spills 40-52 bytes a thread under the 128-register cap:
+// nvcc 13.0, sm_90a; scripts/experiment_matmul_variants.py times the shapes against each other).
+using WarpTileSplit = WarpTileFast;
+
+#ifdef LABKIT_MATMUL_SWEEP
+// The sweep build's shape, for versions 14 and 15 alike: $LABKIT_MATMUL_SWEEP_SHAPE (0-5), and its tile
+static int sweep_shape() {
+    const char* shape = getenv("LABKIT_MATMUL_SWEEP_SHAPE");
+    return shape ? atoi(shape) : 0;
+}
+#endif
 
 static cudaError_t launch_pipelined(float* c, const float* a, const float* b, int64_t M, int64_t N, int64_t K,
-                                    cudaStream_t s) {
+                                    cudaStream_t s, int splits = 1) {
 #ifdef LABKIT_MATMUL_SWEEP
-    const char* shape = getenv("LABKIT_MATMUL_SWEEP_SHAPE");
-    switch (shape ? atoi(shape) : 0) {
-        case 1: return launch_warptile<WarpTile128x256, true>(c, a, b, M, N, K, s);
-        case 2: return launch_warptile<WarpTile256x128, true>(c, a, b, M, N, K, s);
-        case 3: return launch_warptile<WarpTile128k16, true>(c, a, b, M, N, K, s);
-        case 4: return launch_warptile<WarpTile128t128, true>(c, a, b, M, N, K, s);
-        case 5: return launch_warptile<WarpTile128one, true>(c, a, b, M, N, K, s);
-        default: return launch_warptile<WarpTile128, true>(c, a, b, M, N, K, s);
+    switch (sweep_shape()) {
+        case 1: return launch_warptile<WarpTile128x256, true>(c, a, b, M, N, K, s, splits);
+        case 2: return launch_warptile<WarpTile256x128, true>(c, a, b, M, N, K, s, splits);
+        case 3: return launch_warptile<WarpTile128k16, true>(c, a, b, M, N, K, s, splits);
+        case 4: return launch_warptile<WarpTile128t128, true>(c, a, b, M, N, K, s, splits);
+        case 5: return launch_warptile<WarpTile128one, true>(c, a, b, M, N, K, s, splits);
+        default: return launch_warptile<WarpTile128, true>(c, a, b, M, N, K, s, splits);
     }
 #else
+    if (splits > 1) return launch_warptile<WarpTileSplit, true>(c, a, b, M, N, K, s, splits);
     return launch_warptile<WarpTileFast, true>(c, a, b, M, N, K, s);
 #endif
 }
 
+// Split-K in float32: where the tiles of shape W take less than one wave (the model knows nothing of the partial
+// products of a large C falling out of L2), the rule (matmul.h's matmul_split_rule) for those tiles and the blocks of
+// W an SM holds (__launch_bounds__'s), ranges at least 128 deep (16 steps of 8), and a partial product of 2^18 floats
+// costing ~4.4 steps of k of a wave. That figure, and the rule's choices, from the H200 (2026-12-04, results/2026-12-04-
+// nvidia-h200/matmul-variants-splitk.json, 128 x 256 tiles): 512 x 8192 x 512 (M x K x N) 832, 422, 220, 123 and 138
+// us with 2, 4, 8, 16 and 32 ranges (the rule: 16), against 1649 us uncut and 99.7 for torch.matmul; 1024 x 8192 x
+// 1024 432 us with 4, 443 with 8 (the rule: 4), 1656 uncut; 1024^3 72.1 us with 4, 117 with 2, 215 uncut (the rule:
+// 4). 128 x 128 tiles, one block per SM (WarpTile128one), cut 512 x 8192 x 512 into 8 took 133 us.
+template <typename W>
+static int f32_splits(int64_t M, int64_t N, int64_t K, int sms) {
+    const int64_t tiles = cdiv(M, W::kBM) * cdiv(N, W::kBN), slots = int64_t(sms) * W::kMinBlocks;
+    return tiles >= slots ? 1 : matmul_split_rule(tiles, slots, M, N, K, 128, 4.4);
+}
+
+static int f32_splits(int64_t M, int64_t N, int64_t K, int device) {
+    const int sms =
+        per_device(device, [device] { return device_attribute(cudaDevAttrMultiProcessorCount, device, 1); });
+#ifdef LABKIT_MATMUL_SWEEP
+    if (const char* forced = getenv("LABKIT_MATMUL_SWEEP_SPLITS")) return atoi(forced);
+    switch (sweep_shape()) {
+        case 1: return f32_splits<WarpTile128x256>(M, N, K, sms);
+        case 2: return f32_splits<WarpTile256x128>(M, N, K, sms);
+        case 3: return f32_splits<WarpTile128k16>(M, N, K, sms);
+        case 4: return f32_splits<WarpTile128t128>(M, N, K, sms);
+        case 5: return f32_splits<WarpTile128one>(M, N, K, sms);
+        default: return f32_splits<WarpTile128>(M, N, K, sms);
+    }
+#else
+    return f32_splits<WarpTileSplit>(M, N, K, sms);
+#endif
+}
+
 static cudaError_t matmul_f32(int version, float* c, const float* a, const float* b, int64_t M, int64_t N, int64_t K,
-                              cudaStream_t s) {
+                              cudaStream_t s, int splits) {
     switch (version) {
         case kMatmulNaive: {  // blockIdx.y over row tiles here too; threadIdx.x is the row within one
             matmul_naive_kernel<<<dim3(cdiv(N, kSimple), cdiv(M, kSimple)), dim3(kSimple, kSimple), 0, s>>>(c, a, b, M,
@@ -603,6 +708,7 @@ static cudaError_t matmul_f32(int version, float* c, const float* a, const float
         }
         case kMatmulWarptile: return launch_warptile<WarpTile128, false>(c, a, b, M, N, K, s);
         case kMatmulPipelined: return launch_pipelined(c, a, b, M, N, K, s);
+        case kMatmulSplitK: return launch_pipelined(c, a, b, M, N, K, s, splits);
         default: {  // kMatmulVec
             const dim3 grid(cdiv(N, kBN), cdiv(M, kBM));
             const bool vec = K % 4 == 0 && N % 4 == 0 && aligned16(a) && aligned16(b) && aligned16(c);
@@ -613,15 +719,20 @@ static cudaError_t matmul_f32(int version, float* c, const float* a, const float
     }
 }
 
+// C = A @ B, or with splits > 1 (split-K) the partial products into parts, C untouched.
 static cudaError_t matmul_rows(int version, DType dtype, void* c, const void* a, const void* b, int64_t M, int64_t N,
-                               int64_t K, int64_t lda, int64_t ldb, int device, cudaStream_t stream) {
+                               int64_t K, int64_t lda, int64_t ldb, int device, cudaStream_t stream, float* parts,
+                               int splits) {
     switch (dtype) {
-        case DType::f32: return matmul_f32(version, (float*)c, (const float*)a, (const float*)b, M, N, K, stream);
+        case DType::f32:
+            return matmul_f32(version, splits > 1 ? parts : (float*)c, (const float*)a, (const float*)b, M, N, K,
+                              stream, splits);
         case DType::f64: return launch_smem((double*)c, (const double*)a, (const double*)b, M, N, K, stream);
         case DType::f16:
         case DType::bf16:
-            if (matmul_is_hopper(version))
-                return matmul_hopper(version, dtype, c, a, b, M, N, K, lda, ldb, device, stream);
+            if (matmul_reads_by_tma(version, dtype))
+                return matmul_hopper(version, dtype, c, a, b, M, N, K, lda, ldb, device, stream,
+                                     splits > 1 ? parts : nullptr, splits);
             if (dtype == DType::f16) {
                 if (version == kMatmulWmma)
                     return launch_wmma((__half*)c, (const __half*)a, (const __half*)b, M, N, K, stream);
@@ -635,14 +746,21 @@ static cudaError_t matmul_rows(int version, DType dtype, void* c, const void* a,
     return cudaErrorInvalidValue;
 }
 
-// What ops.matmul runs. float32: version 14; float64: 3. 16-bit: on a Hopper GPU built for sm_90a, the
-// warp-specialized wgmma kernel whose tiles fill the SMs best (matmul_hopper_choice); elsewhere WMMA (7), or 3
-// before Ampere.
-int matmul_fast_version(DType dtype, int64_t M, int64_t N, int device) {
-    if (dtype == DType::f32) return kMatmulPipelined;
+// What ops.matmul runs. float32: split-K (15) where the output has too few tiles for the SMs and K is long enough to
+// cut (matmul_split_rule), else version 14; float64: 3. 16-bit: on a Hopper GPU built for sm_90a, split-K on the same
+// terms, else the warp-specialized wgmma kernel whose tiles fill the SMs best (matmul_hopper_choice); elsewhere WMMA
+// (7), or 3 before Ampere.
+int matmul_fast_version(DType dtype, int64_t M, int64_t N, int64_t K, int device) {
+    if (dtype == DType::f32) return f32_splits(M, N, K, device) > 1 ? kMatmulSplitK : kMatmulPipelined;
     if (dtype == DType::f64) return kMatmulSmem;
-    if (matmul_hopper_available(device)) return matmul_hopper_choice(M, N, device);
+    if (matmul_hopper_available(device))
+        return matmul_hopper_splits(M, N, K, device) > 1 ? kMatmulSplitK : matmul_hopper_choice(M, N, device);
     return matmul_wmma_supported(device) ? kMatmulWmma : kMatmulSmem;
+}
+
+int matmul_splits(int version, DType dtype, int64_t M, int64_t N, int64_t K, int device) {
+    if (version != kMatmulSplitK || dtype == DType::f64) return 1;
+    return dtype == DType::f32 ? f32_splits(M, N, K, device) : matmul_hopper_splits(M, N, K, device);
 }
 
 // gridDim.y, the row tiles, is at most 65535, so a C taller than that many tiles is computed in chunks of
@@ -652,13 +770,25 @@ int matmul_fast_version(DType dtype, int64_t M, int64_t N, int device) {
 constexpr int64_t kRowChunk = 128 * 16383;
 
 cudaError_t matmul_cuda(int version, DType dtype, void* c, const void* a, const void* b, int64_t M, int64_t N,
-                        int64_t K, int64_t lda, int64_t ldb, int device, cudaStream_t stream) {
+                        int64_t K, int64_t lda, int64_t ldb, int device, cudaStream_t stream, float* parts,
+                        int splits) {
+    if (splits > 1) {  // split-K: few tiles (matmul_split_rule), so one grid of rows; the partials, then their sum
+        if (!parts || M > kRowChunk) return cudaErrorInvalidValue;
+        cudaError_t e = matmul_rows(version, dtype, c, a, b, M, N, K, lda, ldb, device, stream, parts, splits);
+        if (e != cudaSuccess) return e;
+        switch (dtype) {
+            case DType::f32: return launch_sum_splits((float*)c, parts, M * N, splits, stream);
+            case DType::f16: return launch_sum_splits((__half*)c, parts, M * N, splits, stream);
+            case DType::bf16: return launch_sum_splits((__nv_bfloat16*)c, parts, M * N, splits, stream);
+            default: return cudaErrorInvalidValue;
+        }
+    }
     const int64_t size = dtype == DType::f64 ? 8 : dtype == DType::f32 ? 4 : 2;  // bytes per element
     for (int64_t r0 = 0; r0 < M; r0 += kRowChunk) {
         const int64_t rows = M - r0 < kRowChunk ? M - r0 : kRowChunk;
         const cudaError_t e = matmul_rows(version, dtype, static_cast<char*>(c) + r0 * N * size,
                                           static_cast<const char*>(a) + r0 * lda * size, b, rows, N, K, lda, ldb,
-                                          device, stream);
+                                          device, stream, nullptr, 1);
         if (e != cudaSuccess) return e;
     }
     return cudaSuccess;

@@ -32,10 +32,33 @@ enum MatmulVersion : int {
     kMatmulTall = 12,       // 11 with 256 x 128 tiles, for shapes whose last wave of 128 x 256 ones is nearly empty
     kMatmulWarptile = 13,   // float32 again: 6 with warp tiles whose shared-memory reads are free of bank conflicts
     kMatmulPipelined = 14,  // 13 with two shared-memory stages, the next step's loads in flight during this one's math
+    kMatmulSplitK = 15,  // 14 (float32) or 9 (16 bits) with K cut into ranges, partial tiles summed in order
 };
 
 // Whether `version` is one of matmul_hopper.cu's (8-12: TMA, wgmma; 16-bit only).
 constexpr bool matmul_is_hopper(int version) { return version >= kMatmulWgmma && version <= kMatmulTall; }
+// Whether `version` reads its `dtype` inputs with TMA: the Hopper versions, and split-K in 16 bits.
+constexpr bool matmul_reads_by_tma(int version, DType dtype) {
+    return matmul_is_hopper(version) || (version == kMatmulSplitK && dtype != DType::f32 && dtype != DType::f64);
+}
+
+// Split-K's rule: into how many ranges of k (1: none) to cut an M x N x K product of `tiles` output tiles, where the
+// GPU holds `slots` blocks of the kernel at once. A model of the time in steps of k of one wave of blocks: the waves
+// the blocks take times the depth of a range, plus, for each range, writing and then reading one partial product of
+// M x N floats, which costs as much as partial_k steps of k of a wave per 2^18 elements (the kernel's own figure,
+// fitted to an H200: a 16-bit tile multiplies its k far faster than a float32 one, so a partial product costs it
+// far more such steps). Each range at least min_k deep, at most 32 of them; the fewest ranges among equal times.
+inline int matmul_split_rule(int64_t tiles, int64_t slots, int64_t M, int64_t N, int64_t K, int64_t min_k,
+                             double partial_k) {
+    const auto cost = [&](int64_t splits) {
+        const double partials = splits > 1 ? double(splits) * partial_k * double(M) * double(N) / 262144.0 : 0.0;
+        return double(cdiv(tiles * splits, slots)) * double(cdiv(K, splits)) + partials;
+    };
+    int best = 1;
+    for (int splits = 2; splits <= 32 && K / splits >= min_k; splits++)
+        if (cost(splits) < cost(best)) best = splits;
+    return best;
+}
 
 // Whether `device` has the tensor cores version 7 needs (bfloat16 WMMA: compute capability 8.0, Ampere, or newer).
 bool matmul_wmma_supported(int device);
@@ -64,18 +87,29 @@ struct MatmulPadJob {
 cudaError_t matmul_pad_rows(const MatmulPadJob* jobs, int count, cudaStream_t stream);
 // Which of versions 9-12 suits an M x N output on `device`: the one whose tiles fill its SMs best.
 int matmul_hopper_choice(int64_t M, int64_t N, int device);
-// C = A @ B with version 8-12 (matmul_hopper.cu), 16-bit dtypes only, A's rows lda elements apart and B's ldb
-// (matmul_tma_readable holds for both); the caller checks matmul_hopper_available.
+// How many ranges of k split-K cuts an M x N x K product of 16-bit inputs into on `device` (matmul_split_rule
+// for its Hopper kernel's tiles): 1 where the output's tiles alone fill the SMs.
+int matmul_hopper_splits(int64_t M, int64_t N, int64_t K, int device);
+// C = A @ B with version 8-12 or 15 (matmul_hopper.cu), 16-bit dtypes only, A's rows lda elements apart and B's ldb
+// (matmul_tma_readable holds for both); the caller checks matmul_hopper_available. Version 15 writes its `splits`
+// partial products into parts (splits x M x N floats) instead of C; the caller sums them (matmul_cuda).
 cudaError_t matmul_hopper(int version, DType dtype, void* c, const void* a, const void* b, int64_t M, int64_t N,
-                          int64_t K, int64_t lda, int64_t ldb, int device, cudaStream_t stream);
-// The version ops.matmul runs for an M x N output of `dtype` on `device` (never kMatmulFast): the fastest that the
-// GPU and the build allow.
-int matmul_fast_version(DType dtype, int64_t M, int64_t N, int device);
+                          int64_t K, int64_t lda, int64_t ldb, int device, cudaStream_t stream, float* parts = nullptr,
+                          int splits = 1);
+// The version ops.matmul runs for an M x N x K product of `dtype` on `device` (never kMatmulFast): the fastest that
+// the GPU and the build allow.
+int matmul_fast_version(DType dtype, int64_t M, int64_t N, int64_t K, int device);
+// How many ranges of k `version` cuts an M x N x K product of `dtype` into on `device`: split-K's count
+// (matmul_split_rule), 1 for every other version. The binding allocates that many M x N partial products in float.
+int matmul_splits(int version, DType dtype, int64_t M, int64_t N, int64_t K, int device);
 
-// C = A @ B on the GPU with `version` (1-12: the binding resolves kMatmulFast first, with matmul_fast_version, since
+// C = A @ B on the GPU with `version` (1-15: the binding resolves kMatmulFast first, with matmul_fast_version, since
 // the version decides whether its inputs need padding), launched on `stream`, returning the launch's error (cudaSuccess if none).
 // M, N, K >= 1 (the binding handles empty shapes). A's rows are lda elements apart and B's ldb: K and N, except for
-// versions 8-12, whose inputs the binding may have padded.
+// versions 8-12 and 15 in 16 bits, whose inputs the binding may have padded. Split-K (15) takes splits =
+// matmul_splits(...) and, where that is more than 1, parts: room for splits x M x N floats, where the partial
+// products go before their sum goes to C.
 cudaError_t matmul_cuda(int version, DType dtype, void* c, const void* a, const void* b, int64_t M, int64_t N,
-                        int64_t K, int64_t lda, int64_t ldb, int device, cudaStream_t stream);
+                        int64_t K, int64_t lda, int64_t ldb, int device, cudaStream_t stream, float* parts = nullptr,
+                        int splits = 1);
 #endif

@@ -86,6 +86,8 @@
 // This file holds version 8, the launchers and the choice; the pieces (TMA, mbarrier, wgmma, the epilogue), the
 // warp-specialized kernel of 9-12 and the tensor maps are in matmul_hopper.cuh, and the ring's bookkeeping in
 // matmul_ring.h.
+#include <cstdlib>  // getenv, atoi: the sweep build's split count
+
 #include "matmul_hopper.cuh"
 
 // Whether the device code for this GPU has the Hopper kernels: a variable set per compiled architecture, read
@@ -161,9 +163,19 @@ __global__ void __launch_bounds__(kWarpgroup)
 // The output tile of each version: rows, for the tensor map of A.
 constexpr int tile_rows(int version) { return version == kMatmulTall ? 256 : 128; }
 
+// Split-K's kernel: version 9's (128 x kSplitTileN tiles on one consumer warpgroup), a block per tile and range of k.
+constexpr int kSplitTileN = 128;
+template <typename T>
+cudaError_t launch_split(const AMaps& map_a, const CUtensorMap& map_b, T* c, int64_t M, int64_t N, int64_t K,
+                         int device, cudaStream_t stream, float* parts, int splits) {
+    constexpr int kConsumers = kSplitTileN / 128;
+    return launch_ws<T, 128, kSplitTileN, kConsumers, false>(map_a, map_b, c, M, N, K, device, stream, nullptr, parts,
+                                                             splits);
+}
+
 template <typename T>
 cudaError_t launch_hopper(int version, T* c, const T* a, const T* b, int64_t M, int64_t N, int64_t K, int64_t lda,
-                          int64_t ldb, int device, cudaStream_t stream) {
+                          int64_t ldb, int device, cudaStream_t stream, float* parts, int splits) {
     AMaps map_a;
     CUtensorMap map_b;
     if (!make_a_maps(&map_a, a, M, K, lda, tile_rows(version)) || !make_map(&map_b, b, K, N, ldb, kBK))
@@ -175,6 +187,7 @@ cudaError_t launch_hopper(int version, T* c, const T* a, const T* b, int64_t M, 
             return launch<matmul_tma_wgmma_kernel<T>>(kWarpgroup, kSmem8, grid, device, stream, map_a.map[0], map_b, c,
                                                       M, N, K);
         }
+        case kMatmulSplitK: return launch_split(map_a, map_b, c, M, N, K, device, stream, parts, splits);
         case kMatmulWarpSpec: return launch_ws<T, 128, 128, 1, false>(map_a, map_b, c, M, N, K, device, stream);
         case kMatmulWide: return launch_ws<T, 128, 256, 2, false>(map_a, map_b, c, M, N, K, device, stream);
         case kMatmulPersistent: return launch_ws<T, 128, 256, 2, true>(map_a, map_b, c, M, N, K, device, stream);
@@ -189,7 +202,8 @@ bool matmul_hopper_available(int device) { return hopper_ready(device, &matmul_h
 bool matmul_tma_readable(const void* p, int64_t row_stride) { return row_stride % 8 == 0 && aligned16(p); }
 
 bool matmul_reads_a_by_residue(int version, int64_t M) {
-    return version >= kMatmulWarpSpec && version <= kMatmulTall && residue_maps_fit(M, tile_rows(version));
+    return ((version >= kMatmulWarpSpec && version <= kMatmulTall) || version == kMatmulSplitK) &&
+           residue_maps_fit(M, tile_rows(version));
 }
 
 // The work of the busiest block of a persistent kernel with kM x kN tiles on `sms` SMs, in full tiles (a
@@ -215,6 +229,24 @@ int matmul_hopper_choice(int64_t M, int64_t N, int device) {
     // 4096^3: 204 us against 211)
     const double on_wide = busiest_block<128, 256>(M, N, sms), on_tall = busiest_block<256, 128>(M, N, sms);
     return on_tall < on_wide - 0.01 ? kMatmulTall : kMatmulPersistent;
+}
+
+// Split-K in 16 bits: only where its tiles fill at most half the SMs (past that, versions 9-12 fill them better
+// without partial products: matmul_hopper_choice), then as matmul_split_rule says for its kernel, which holds one
+// block per SM (its ring takes 160 KB of shared memory), ranges at least 256 deep (4 steps of the ring), and a partial
+// product of 2^18 floats costing ~137 steps of k of a wave. That figure, and the rule's choices, from the H200
+// (2026-12-04, results/2026-12-04-nvidia-h200/matmul-variants-splitk.json): bfloat16 512 x 8192 x 512 (M x K x N)
+// 41.3, 26.4, 22.4, 26.6 and 41.2 us with 2, 4, 8, 16 and 32 ranges (the rule: 8), against 68.6 us uncut and 17.5 us
+// for torch.matmul; 1024 x 8192 x 1024 45.2, 49.1 and 63.4 us with 2, 4 and 8 (the rule: 2), 69.4 uncut; 1024^3
+// 16.3 us with 2 against 17.9 uncut (the rule: uncut, a near tie that the model, blind to a block's fixed costs,
+// calls the other way). A build with LABKIT_MATMUL_SWEEP takes the count from $LABKIT_MATMUL_SWEEP_SPLITS where it
+// is set (scripts/experiment_matmul_variants.py).
+int matmul_hopper_splits(int64_t M, int64_t N, int64_t K, int device) {
+#ifdef LABKIT_MATMUL_SWEEP
+    if (const char* forced = getenv("LABKIT_MATMUL_SWEEP_SPLITS")) return atoi(forced);
+#endif
+    const int64_t tiles = cdiv(M, 128) * cdiv(N, kSplitTileN), sms = sm_count(device);
+    return tiles * 2 > sms ? 1 : matmul_split_rule(tiles, sms, M, N, K, 256, 137.0);
 }
 
 // ----------------------------------------------------------------------------------------------
@@ -318,10 +350,11 @@ cudaError_t matmul_pad_rows(const MatmulPadJob* jobs, int count, cudaStream_t st
 }
 
 cudaError_t matmul_hopper(int version, DType dtype, void* c, const void* a, const void* b, int64_t M, int64_t N,
-                          int64_t K, int64_t lda, int64_t ldb, int device, cudaStream_t stream) {
+                          int64_t K, int64_t lda, int64_t ldb, int device, cudaStream_t stream, float* parts,
+                          int splits) {
     if (dtype == DType::f16)
-        return launch_hopper(version, (__half*)c, (const __half*)a, (const __half*)b, M, N, K, lda, ldb, device,
-                             stream);
+        return launch_hopper(version, (__half*)c, (const __half*)a, (const __half*)b, M, N, K, lda, ldb, device, stream,
+                             parts, splits);
     return launch_hopper(version, (__nv_bfloat16*)c, (const __nv_bfloat16*)a, (const __nv_bfloat16*)b, M, N, K, lda,
-                         ldb, device, stream);
+                         ldb, device, stream, parts, splits);
 }

@@ -265,6 +265,36 @@ __device__ __forceinline__ void store_block(T* c, const float* d, int64_t row0, 
     }
 }
 
+// Split-K (version 15): the accumulators of one warpgroup's 64 x kN block as they are, in float, into this split's
+// partial tile of parts (M x N floats, rows N apart), guarded at the edges; the binding's reduction sums the splits'
+// partials in a fixed order and rounds once. In wgmma's layout (store_block, above) a lane's d[4j .. 4j + 1] are two
+// neighbouring columns of one row: one 8-byte store where N is even (every row then starts 8-byte aligned), so a quad
+// writes a row's 32 bytes of an 8-column group at once.
+template <int kN>
+__device__ __forceinline__ void store_partial(float* parts, const float* d, int64_t row0, int rows_apart, int64_t col0,
+                                              int64_t M, int64_t N) {
+    const int lane = threadIdx.x % 32;
+    const int64_t r = row0 + int64_t(rows_apart) * ((threadIdx.x % kWarpgroup / 32) * 16 + lane / 4);
+    const bool pairs = N % 2 == 0;
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        const int64_t row = r + int64_t(rows_apart) * 8 * h;
+        if (row >= M) continue;
+        float* at = parts + row * N;
+#pragma unroll
+        for (int j = 0; j < kN / 8; j++) {
+            const int64_t col = col0 + 8 * j + 2 * (lane % 4);
+            const float x = d[4 * j + 2 * h], y = d[4 * j + 2 * h + 1];
+            if (pairs && col + 1 < N) {
+                *reinterpret_cast<float2*>(at + col) = make_float2(x, y);
+            } else {
+                if (col < N) at[col] = x;
+                if (col + 1 < N) at[col + 1] = y;
+            }
+        }
+    }
+}
+
 // Dynamic shared memory, rounded up to the 1024 bytes that the 128-byte swizzle's pattern repeats over (the
 // launchers ask for 1 KB more than they use).
 __device__ __forceinline__ uint8_t* aligned_smem(uint8_t* raw) { return raw + ((1024 - smem_addr(raw) % 1024) % 1024); }
@@ -280,6 +310,9 @@ __device__ __forceinline__ uint8_t* aligned_smem(uint8_t* raw) { return raw + ((
 // the next (wait_group 1), and hands back the slot of the step before, whose wgmmas are then done.
 // Ring: the ring's bookkeeping, Ring::step(i, stages) (matmul_ring.h), and Ring::kPolls, how long a wait may take
 // (0: as long as it takes); a wait that gives up sets *stuck and ends its thread.
+// Split-K (version 15, the kernels that are not persistent): where `parts` is set, blockIdx.z is one of gridDim.z
+// splits of the tile's k steps, the z-th run of ceil(steps / splits) of them, and the block stores its partial tile
+// in float into parts' z-th M x N matrix (store_partial) rather than C; a split past the last step stores zeros.
 
 template <int kM, int kN, int kConsumers, bool kPersistent>
 struct WsShape {
@@ -420,7 +453,7 @@ struct LessonRing {
 template <typename T, int kM, int kN, int kConsumers, bool kPersistent, typename Ring = LessonRing>
 __global__ void __launch_bounds__(WsShape<kM, kN, kConsumers, kPersistent>::kThreads, 1)
     matmul_wgmma_ws_kernel(const __grid_constant__ AMaps a_maps, const __grid_constant__ CUtensorMap map_b, T* c,
-                           int64_t M, int64_t N, int64_t K, int* stuck) {
+                           int64_t M, int64_t N, int64_t K, int* stuck, float* parts) {
 #ifndef LABKIT_SM90A
     __trap();
 #else
@@ -442,6 +475,16 @@ __global__ void __launch_bounds__(WsShape<kM, kN, kConsumers, kPersistent>::kThr
         lag = a_maps.lag[map];
         steps = int((K + lag + kBK - 1) / kBK);
         if (narrow) steps = (steps + S::kNarrowDepth - 1) / S::kNarrowDepth;
+    };
+    // This block's steps of the tile: all of them, or its split's run (split-K, which the persistent kernels have not:
+    // their code stays as it was without it)
+    auto run_of = [&](int steps, int& begin, int& end) {
+        if constexpr (kPersistent) {
+            begin = 0, end = steps;
+        } else {
+            const int per = (steps + int(gridDim.z) - 1) / int(gridDim.z);
+            begin = min(steps, int(blockIdx.z) * per), end = min(steps, begin + per);
+        }
     };
     auto tile_of = [&](int k, int& tm, int& tn, bool& narrow) {
         if constexpr (kPersistent) {
@@ -467,11 +510,12 @@ __global__ void __launch_bounds__(WsShape<kM, kN, kConsumers, kPersistent>::kThr
         if constexpr (kConsumers == 2) asm volatile("setmaxnreg.dec.sync.aligned.u32 24;");
         if (t == 0) {
             int i = 0;  // this block's step count over all its tiles: the ring's position
-            int tm, tn, map, first, lag, steps;
+            int tm, tn, map, first, lag, steps, begin, end;
             bool narrow;
             for (int k = 0; tile_of(k, tm, tn, narrow); k++) {
                 rows_of(tm, narrow, map, first, lag, steps);
-                for (int step = 0; step < steps; step++, i++) {
+                run_of(steps, begin, end);
+                for (int step = begin; step < end; step++, i++) {
                     const RingStep ring = Ring::step(i, S::kStages);
                     const int s = ring.slot;
                     if (!bar_wait<Ring::kPolls>(&empty[s], ring.empty_parity)) {  // the consumers' release of it
@@ -505,10 +549,11 @@ __global__ void __launch_bounds__(WsShape<kM, kN, kConsumers, kPersistent>::kThr
         const int row_in_tile = (group - 1) * (kM / kConsumers), row_in_narrow = row_in_tile * S::kNarrowTiles;
         const bool releases = t % kWarpgroup == 0;  // one arrival per warpgroup on the empty barriers
         int i = 0;
-        int tm, tn, map, first, lag, steps;
+        int tm, tn, map, first, lag, steps, begin, end;
         bool narrow;
         for (int k = 0; tile_of(k, tm, tn, narrow); k++) {
             rows_of(tm, narrow, map, first, lag, steps);
+            run_of(steps, begin, end);
             // The accumulators of 64-row block h: d + h * kN / 2 in a full tile; in a narrow one the first kStrip / 2
             // of those, or where a narrow tile has more such blocks than a full one (a pair of tile rows), an array of
             // their own (inside the full tile's, ptxas serializes the kernel's wgmmas: C7511)
@@ -521,7 +566,7 @@ __global__ void __launch_bounds__(WsShape<kM, kN, kConsumers, kPersistent>::kThr
             for (int v = 0; v < kNarrow; v++) dn[v] = 0.0f;
             auto narrow_d = [&](int h) { return kOwn ? dn + h * kStrip / 2 : d + h * kN / 2; };
             int last = 0;  // the slot of the step before
-            for (int step = 0; step < steps; step++, i++) {
+            for (int step = begin; step < end; step++, i++) {
                 const RingStep ring = Ring::step(i, S::kStages);
                 const int s = ring.slot;
                 if (!bar_wait<Ring::kPolls>(&full[s], ring.full_parity)) {
@@ -549,15 +594,30 @@ __global__ void __launch_bounds__(WsShape<kM, kN, kConsumers, kPersistent>::kThr
                 }
                 wgmma_commit();
                 wgmma_wait<1>();  // the step before's wgmmas are done: its slot goes back
-                if (releases && step > 0) bar_arrive(&empty[last]);
+                if (releases && step > begin) bar_arrive(&empty[last]);
                 last = s;
             }
             wgmma_wait<0>();
-            if (releases) bar_arrive(&empty[last]);
+            if (releases && end > begin) bar_arrive(&empty[last]);
             // 64-row block h starts at row first + row_in_tile (or row_in_narrow) + h * 64 of map `map`, which is
             // row `map` + residues x that of C
             const int64_t col0 = int64_t(tn) * kN;
-            if (narrow) {
+            if (!kPersistent && parts) {  // split-K: this split's partial tile, in float
+                float* part = parts + int64_t(blockIdx.z) * M * N;
+                if (narrow) {
+#pragma unroll
+                    for (int h = 0; h < S::kNarrowHalves; h++) {
+                        const int64_t row0 = map + int64_t(a_maps.residues) * (first + row_in_narrow + h * 64);
+                        store_partial<kStrip>(part, narrow_d(h), row0, a_maps.residues, col0, M, N);
+                    }
+                } else {
+#pragma unroll
+                    for (int h = 0; h < S::kHalves; h++) {
+                        const int64_t row0 = map + int64_t(a_maps.residues) * (first + row_in_tile + h * 64);
+                        store_partial<kN>(part, d + h * kN / 2, row0, a_maps.residues, col0, M, N);
+                    }
+                }
+            } else if (narrow) {
 #pragma unroll
                 for (int h = 0; h < S::kNarrowHalves; h++) {
                     const int64_t row0 = map + int64_t(a_maps.residues) * (first + row_in_narrow + h * 64);
@@ -666,16 +726,18 @@ int sm_count(int device) {
 }
 
 // Versions 9-12: a grid of (column tiles, row tiles), or one block per SM (fewer where there are fewer tiles) for the
-// persistent ones; `stuck` may be null where Ring waits without limit.
+// persistent ones; `stuck` may be null where Ring waits without limit. Split-K (not persistent): `splits` blocks per
+// tile (gridDim.z), each storing its partial tile into parts (splits x M x N floats) instead of C.
 template <typename T, int kM, int kN, int kConsumers, bool kPersistent, typename Ring = LessonRing>
 cudaError_t launch_ws(const AMaps& a_maps, const CUtensorMap& map_b, T* c, int64_t M, int64_t N, int64_t K, int device,
-                      cudaStream_t stream, int* stuck = nullptr) {
+                      cudaStream_t stream, int* stuck = nullptr, float* parts = nullptr, int splits = 1) {
     using S = WsShape<kM, kN, kConsumers, kPersistent>;
+    if (kPersistent && parts) return cudaErrorInvalidValue;  // a persistent block walks whole tiles
     const TileWalk<kN, S::kNarrowTiles> walk(a_maps.residues, a_maps.tiles_per_map, N, 1);
-    dim3 grid(unsigned(cdiv(N, kN)), unsigned(walk.tiles_m));
+    dim3 grid(unsigned(cdiv(N, kN)), unsigned(walk.tiles_m), unsigned(parts ? splits : 1));
     if (kPersistent) grid = dim3(unsigned(walk.tiles() < sm_count(device) ? walk.tiles() : sm_count(device)));
     return launch<matmul_wgmma_ws_kernel<T, kM, kN, kConsumers, kPersistent, Ring>>(
-        S::kThreads, S::kSmem, grid, device, stream, a_maps, map_b, c, M, N, K, stuck);
+        S::kThreads, S::kSmem, grid, device, stream, a_maps, map_b, c, M, N, K, stuck, parts);
 }
 
 // The same with one map of A's M rows (exercise 11's launcher).

@@ -1,7 +1,7 @@
 """matmul: C = A @ B for 2-D a (M x K) and b (K x N). The op's Python face: its schemas, how PyTorch's compiler sees
-it, and the friendly call `ops.matmul`. The kernels are in matmul.cu (GPU: the lesson's nine versions),
-matmul_hopper.cu (GPU: five more on Hopper's tensor cores) and matmul_cpu.cpp (CPU); matmul.cpp binds them and holds
-the gradient, in C++.
+it, and the friendly call `ops.matmul`. The kernels are in matmul.cu (GPU: the lesson's nine versions, and split-K),
+matmul_hopper.cu (GPU: five more on Hopper's tensor cores, and split-K's 16-bit kernel) and matmul_cpu.cpp (CPU);
+matmul.cpp binds them and holds the gradient, in C++.
 
 The loader runs `register` once per process (a schema can be defined only once), and re-reads `matmul` whenever
 this file changes.
@@ -15,6 +15,7 @@ SCHEMAS = [
     "matmul(Tensor a, Tensor b) -> Tensor",
     "matmul_version(Tensor a, Tensor b, int version) -> Tensor",
     "matmul_choice(Tensor a, Tensor b) -> int",
+    "matmul_splits(Tensor a, Tensor b) -> int",
 ]
 
 FLOAT_DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
@@ -34,6 +35,7 @@ VERSIONS = {
     "tall": 12,
     "warptile": 13,
     "pipelined": 14,
+    "splitk": 15,
 }
 _NAMES = {0: "cpu", **{number: name for name, number in VERSIONS.items()}}
 
@@ -86,14 +88,18 @@ def _check_float(name, t):
     )
 
 
-def matmul(a, b, *, version="fast", which=False):
+def matmul(a, b, *, version="fast", which=False, splits=False):
     """C = a @ b for matrices a (M x K) and b (K x N), from our kernels; differentiable. Accumulated in float32
     (float64 for float64), returned in the inputs' dtype. version= runs one of the lesson's GPU kernels instead:
-    "naive", "coalesced", "smem", "reg1d", "reg2d", "vec", "warptile" or "pipelined" (float32), "wmma" (float16, bfloat16: tensor cores) or,
-    on a Hopper GPU, "wgmma", "warpspec", "wide", "persistent" or "tall" (float16, bfloat16). which=True computes
-    nothing and returns the name of the version that version="fast" runs for a and b ("cpu" for CPU tensors)."""
+    "naive", "coalesced", "smem", "reg1d", "reg2d", "vec", "warptile" or "pipelined" (float32), "wmma" (float16, bfloat16: tensor cores),
+    on a Hopper GPU "wgmma", "warpspec", "wide", "persistent" or "tall" (float16, bfloat16), or "splitk" (float32,
+    and on a Hopper GPU float16 and bfloat16: K cut into ranges over more blocks where the output has too few tiles).
+    which=True computes nothing and returns the name of the version that version="fast" runs for a and b ("cpu" for
+    CPU tensors); splits=True computes nothing and returns how many ranges of k it cuts the product into (1: none)."""
     if which:
         return _NAMES[labkit.matmul_choice.default(a, b)]
+    if splits:
+        return labkit.matmul_splits.default(a, b)
     if version == "fast":
         return labkit.matmul.default(a, b)
     if version not in VERSIONS:
