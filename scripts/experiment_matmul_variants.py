@@ -41,6 +41,8 @@ SHAPE_NAMES = [
     "128x128 k8 (1 block/SM)",
 ]
 SHAPES = [int(s) for s in os.environ.get("SHAPES", ",".join(map(str, range(len(SHAPE_NAMES))))).split(",")]
+# the splitk step's float32 tile shapes besides version 14's (SPLIT_SHAPES=0 leaves them out)
+STEP_SPLITS_F32_SHAPES = os.environ.get("SPLIT_SHAPES", "1") == "1"
 SIZES = [int(s) for s in os.environ.get("SIZES", "2048,4096,8192").split(",")]
 CHECK_SHAPES = [
     (1, 1, 1),
@@ -180,12 +182,13 @@ def unaligned(lab, dev, res):
     print("choice", out["choice"], "error", out["error of bound"], flush=True)
 
 
-def sweep_env(fn, shape=1, splits=None):
-    """fn run with the sweep build's float32 tile shape (1: version 14's, as shipped) and split count (None: the
-    rule's) set first."""
+def sweep_env(fn, shape=1, splits=None, split_tile=128):
+    """fn run with the sweep build's float32 tile shape (1: version 14's, as shipped), split count (None: the rule's)
+    and 16-bit split-K tile width (128: as shipped; 256: version 10's tiles) set first."""
 
     def run():
         os.environ["LABKIT_MATMUL_SWEEP_SHAPE"] = str(shape)
+        os.environ["LABKIT_MATMUL_SWEEP_SPLIT_TILE"] = str(split_tile)
         if splits is None:
             os.environ.pop("LABKIT_MATMUL_SWEEP_SPLITS", None)
         else:
@@ -220,8 +223,10 @@ def split_k(lab, dev, res):
             if dtype != torch.float32:
                 fns["wide"] = sweep_env(lambda: mm(a, b, version="wide"))
             for splits in (2, 4, 8, 16, 32):
-                for shape in (1, 5, 0) if dtype == torch.float32 else (1,):
+                for shape in (1, 5, 0) if STEP_SPLITS_F32_SHAPES and dtype == torch.float32 else (1,):
                     fns[f"splitk/{splits}/{shape}"] = sweep_env(lambda: mm(a, b, version="splitk"), shape, splits)
+                if dtype != torch.float32:  # 16 bits on version 10's 128 x 256 tiles
+                    fns[f"splitk/{splits}/256"] = sweep_env(lambda: mm(a, b, version="splitk"), 1, splits, 256)
             errors = {}
             for name, fn in fns.items():
                 if name != "torch":

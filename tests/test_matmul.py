@@ -409,8 +409,17 @@ def test_16_bit_gradients_run_on_the_fast_kernels(dtype):
 # shapes that are cut into 2 to 32 ranges: one tile (1 x 1, 128 x 128), odd sizes (K no multiple of 4 or 8: the
 # scalar loads in float32, the padded copy in 16 bits), A read through its eight residue maps (1000 rows, K odd: the
 # first range alone zeroes the lag columns), and 128 x 128 x 8256, whose last 6 ranges of 32 are empty in 16 bits
-# (ceil(129 / 32) = 5 steps of 64 to a range: the 27th starts past the end) and must add zeros.
-SPLIT_SHAPES = [(1, 1, 4096), (7, 33, 5000), (128, 128, 8256), (129, 257, 4099), (512, 512, 8192), (1000, 136, 3001)]
+# (ceil(129 / 32) = 5 steps of 64 to a range: the 27th starts past the end) and must add zeros; 1024 x 1024 x 8192 runs
+# on 128 x 256 tiles in 16 bits, the rest on 128 x 128 ones.
+SPLIT_SHAPES = [
+    (1, 1, 4096),
+    (7, 33, 5000),
+    (128, 128, 8256),
+    (129, 257, 4099),
+    (512, 512, 8192),
+    (1000, 136, 3001),
+    (1024, 1024, 8192),
+]
 
 
 def split_dtypes():
@@ -517,7 +526,8 @@ for m, n, k in shapes:
         a, b = torch.randn(m, k, device="cuda").to(dtype), torch.randn(k, n, device="cuda").to(dtype)
         for version in ("wgmma", "warpspec", "wide", "persistent", "tall"):
             ops.matmul(a, b, version=version)
-for m, n, k in ((1, 8, 1100), (65, 264, 2052), (1000, 136, 1031), (128, 128, 8256)):  # split-K, its last range empty
+# split-K: its last ranges empty (128 x 128 x 8256), on 128 x 256 tiles (768 x 1024 x 4096)
+for m, n, k in ((1, 8, 1100), (65, 264, 2052), (1000, 136, 1031), (128, 128, 8256), (768, 1024, 4096)):
     for dtype in (torch.float16, torch.bfloat16):
         a, b = torch.randn(m, k, device="cuda").to(dtype), torch.randn(k, n, device="cuda").to(dtype)
         ops.matmul(a, b, version="splitk")

@@ -622,9 +622,9 @@ static cudaError_t launch_warptile(float* c, const float* a, const float* b, int
 // Version 14's tile shape: the fastest of the shapes above on the H200 (scripts/experiment_matmul_variants.py times
 // them all; a build with LABKIT_MATMUL_SWEEP runs the one that $LABKIT_MATMUL_SWEEP_SHAPE names, 0-5, for it).
 using WarpTileFast = WarpTile128x256;
-// Split-K's (15) in float32: version 14's kernel as it is (128 x 128 tiles, two blocks per SM, would cut a product
-// into half as many ranges, but their pipelined kernel spills 40-52 bytes a thread under the 128-register cap:
-// nvcc 13.0, sm_90a; scripts/experiment_matmul_variants.py times the shapes against each other).
+// Split-K's (15) in float32: version 14's tiles (128 x 128 ones, two blocks per SM, would cut a product into half as
+// many ranges, but their pipelined kernel spills 40-52 bytes a thread under the 128-register cap: nvcc 13.0, sm_90a;
+// scripts/experiment_matmul_variants.py times the shapes against each other).
 using WarpTileSplit = WarpTileFast;
 
 #ifdef LABKIT_MATMUL_SWEEP
@@ -655,15 +655,15 @@ static cudaError_t launch_pipelined(float* c, const float* a, const float* b, in
 // Split-K in float32: where the tiles of shape W take less than one wave (the model knows nothing of the partial
 // products of a large C falling out of L2), the rule (matmul.h's matmul_split_rule) for those tiles and the blocks of
 // W an SM holds (__launch_bounds__'s), ranges at least 128 deep (16 steps of 8), and a partial product of 2^18 floats
-// costing ~4.4 steps of k of a wave. That figure, and the rule's choices, from the H200 (2026-12-04, results/2026-12-04-
-// nvidia-h200/matmul-variants-splitk.json, 128 x 256 tiles): 512 x 8192 x 512 (M x K x N) 832, 422, 220, 123 and 138
-// us with 2, 4, 8, 16 and 32 ranges (the rule: 16), against 1649 us uncut and 99.7 for torch.matmul; 1024 x 8192 x
-// 1024 432 us with 4, 443 with 8 (the rule: 4), 1656 uncut; 1024^3 72.1 us with 4, 117 with 2, 215 uncut (the rule:
-// 4). 128 x 128 tiles, one block per SM (WarpTile128one), cut 512 x 8192 x 512 into 8 took 133 us.
+// costing ~4.4 steps of k of a wave. That figure, and the rule's choices, from the H200 (2026-12-04,
+// results/2026-12-04-nvidia-h200/matmul-variants-splitk.json, 128 x 256 tiles, M x K x N): 512 x 8192 x 512 834,
+// 423, 220, 123 and 137 us with 2, 4, 8, 16 and 32 ranges (the rule: 16), against 1581 us uncut and 98.8 for
+// torch.matmul; 1024 x 8192 x 1024 434 us with 4, 442 with 8 (the rule: 4), 1580 uncut, 378 for torch.matmul;
+// 1024^3 70.9 us with 4, 118 with 2, 206 uncut (the rule: 4).
 template <typename W>
 static int f32_splits(int64_t M, int64_t N, int64_t K, int sms) {
     const int64_t tiles = cdiv(M, W::kBM) * cdiv(N, W::kBN), slots = int64_t(sms) * W::kMinBlocks;
-    return tiles >= slots ? 1 : matmul_split_rule(tiles, slots, M, N, K, 128, 4.4);
+    return tiles >= slots ? 1 : matmul_split_rule(tiles, slots, M, N, K, 128, 1.0, 4.4);
 }
 
 static int f32_splits(int64_t M, int64_t N, int64_t K, int device) {

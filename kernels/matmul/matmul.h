@@ -42,21 +42,27 @@ constexpr bool matmul_reads_by_tma(int version, DType dtype) {
     return matmul_is_hopper(version) || (version == kMatmulSplitK && dtype != DType::f32 && dtype != DType::f64);
 }
 
-// Split-K's rule: into how many ranges of k (1: none) to cut an M x N x K product of `tiles` output tiles, where the
-// GPU holds `slots` blocks of the kernel at once. A model of the time in steps of k of one wave of blocks: the waves
-// the blocks take times the depth of a range, plus, for each range, writing and then reading one partial product of
-// M x N floats, which costs as much as partial_k steps of k of a wave per 2^18 elements (the kernel's own figure,
-// fitted to an H200: a 16-bit tile multiplies its k far faster than a float32 one, so a partial product costs it
-// far more such steps). Each range at least min_k deep, at most 32 of them; the fewest ranges among equal times.
-inline int matmul_split_rule(int64_t tiles, int64_t slots, int64_t M, int64_t N, int64_t K, int64_t min_k,
+// Split-K's model of the time of cutting an M x N x K product of `tiles` output tiles into `splits` ranges of k, where
+// the GPU holds `slots` blocks of the kernel at once, in steps of k of one wave of blocks: `step` (what one step of
+// k of a wave of this kernel costs, in a unit its caller chooses) times the waves the blocks take times the depth of
+// a range, plus, for each range, writing and then reading one partial product of M x N floats, which costs
+// partial_k units per 2^18 elements. The figures are the caller's, fitted to an H200: a 16-bit tile multiplies its k
+// far faster than a float32 one, so a partial product costs it far more steps.
+inline double matmul_split_cost(int64_t tiles, int64_t slots, int64_t M, int64_t N, int64_t K, int64_t splits,
+                                double step, double partial_k) {
+    const double partials = splits > 1 ? double(splits) * partial_k * double(M) * double(N) / 262144.0 : 0.0;
+    return step * double(cdiv(tiles * splits, slots)) * double(cdiv(K, splits)) + partials;
+}
+
+// Split-K's rule: the number of ranges (1: none) that matmul_split_cost finds fastest, each range at least min_k deep,
+// at most 32 of them; the fewest among equal times.
+inline int matmul_split_rule(int64_t tiles, int64_t slots, int64_t M, int64_t N, int64_t K, int64_t min_k, double step,
                              double partial_k) {
-    const auto cost = [&](int64_t splits) {
-        const double partials = splits > 1 ? double(splits) * partial_k * double(M) * double(N) / 262144.0 : 0.0;
-        return double(cdiv(tiles * splits, slots)) * double(cdiv(K, splits)) + partials;
-    };
     int best = 1;
     for (int splits = 2; splits <= 32 && K / splits >= min_k; splits++)
-        if (cost(splits) < cost(best)) best = splits;
+        if (matmul_split_cost(tiles, slots, M, N, K, splits, step, partial_k) <
+            matmul_split_cost(tiles, slots, M, N, K, best, step, partial_k))
+            best = splits;
     return best;
 }
 

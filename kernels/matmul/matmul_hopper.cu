@@ -163,14 +163,48 @@ __global__ void __launch_bounds__(kWarpgroup)
 // The output tile of each version: rows, for the tensor map of A.
 constexpr int tile_rows(int version) { return version == kMatmulTall ? 256 : 128; }
 
-// Split-K's kernel: version 9's (128 x kSplitTileN tiles on one consumer warpgroup), a block per tile and range of k.
-constexpr int kSplitTileN = 128;
+// Split-K in 16 bits: its plan, how many ranges of k and on which tiles, a block per tile and range: 128 x 128 on one
+// consumer warpgroup (version 9's kernel) or 128 x 256 on two (version 10's). Only where 128 x 128 tiles fill at most
+// half the SMs (past that, versions 9-12 fill them better without partial products: matmul_hopper_choice); then the
+// tiles and count of the lowest matmul_split_cost, for kernels that hold one block per SM (their rings take 160 and
+// 192 KB of shared memory), ranges at least 256 deep (4 steps of the ring). In steps of k of a wave of 128 x 128
+// blocks, a wave of 128 x 256 ones takes 1.13 (twice the columns on twice the warpgroups) and a partial product of
+// 2^18 floats ~88. Those figures, and the plan's choices, from the H200 (2026-12-04, results/2026-12-04-nvidia-h200/
+// matmul-variants-splitk.json, bfloat16, M x K x N; float16 alike): 512 x 8192 x 512 on 128 x 128 tiles 41.2, 27.8,
+// 22.4, 28.2 and 41.4 us with 2, 4, 8, 16 and 32 ranges, on 128 x 256 ones 49.0, 31.2, 23.4, 23.4 and 34.0 (the plan:
+// 128 x 128, 8), against 67.6 uncut and 17.6 for torch.matmul; 1024 x 8192 x 1024 on 128 x 128 tiles 42.9, 48.7 and
+// 61.2 us with 2, 4 and 8, on 128 x 256 ones 53.1, 39.5 and 50.2 (the plan: 128 x 256, 4), 68.7 uncut, 30.2 for
+// torch.matmul; 1024^3 16.6 us with 2 against 17.8 uncut (the plan: uncut, a near tie that the model, blind to a
+// block's fixed costs, calls the other way). A build with LABKIT_MATMUL_SWEEP takes the count from
+// $LABKIT_MATMUL_SWEEP_SPLITS and the tiles' width from $LABKIT_MATMUL_SWEEP_SPLIT_TILE where they are set
+// (scripts/experiment_matmul_variants.py).
+struct SplitPlan { int splits, tile_n; };
+
+SplitPlan split_plan(int64_t M, int64_t N, int64_t K, int device) {
+#ifdef LABKIT_MATMUL_SWEEP
+    const char *forced = getenv("LABKIT_MATMUL_SWEEP_SPLITS"), *tile = getenv("LABKIT_MATMUL_SWEEP_SPLIT_TILE");
+    if (forced) return {atoi(forced), tile && atoi(tile) == 256 ? 256 : 128};
+#endif
+    const int64_t sms = sm_count(device);
+    if (cdiv(M, 128) * cdiv(N, 128) * 2 > sms) return {1, 128};
+    SplitPlan best{1, 128};
+    double best_cost = 0;
+    for (const int tile_n : {128, 256}) {
+        const int64_t tiles = cdiv(M, 128) * cdiv(N, tile_n);
+        const double step = tile_n == 128 ? 1.0 : 1.13;
+        const int splits = matmul_split_rule(tiles, sms, M, N, K, 256, step, 88.0);
+        const double cost = matmul_split_cost(tiles, sms, M, N, K, splits, step, 88.0);
+        if (splits > 1 && (best.splits == 1 || cost < best_cost)) best = {splits, tile_n}, best_cost = cost;
+    }
+    return best;
+}
+
 template <typename T>
 cudaError_t launch_split(const AMaps& map_a, const CUtensorMap& map_b, T* c, int64_t M, int64_t N, int64_t K,
                          int device, cudaStream_t stream, float* parts, int splits) {
-    constexpr int kConsumers = kSplitTileN / 128;
-    return launch_ws<T, 128, kSplitTileN, kConsumers, false>(map_a, map_b, c, M, N, K, device, stream, nullptr, parts,
-                                                             splits);
+    if (splits > 1 && split_plan(M, N, K, device).tile_n == 256)
+        return launch_ws<T, 128, 256, 2, false>(map_a, map_b, c, M, N, K, device, stream, nullptr, parts, splits);
+    return launch_ws<T, 128, 128, 1, false>(map_a, map_b, c, M, N, K, device, stream, nullptr, parts, splits);
 }
 
 template <typename T>
@@ -231,23 +265,7 @@ int matmul_hopper_choice(int64_t M, int64_t N, int device) {
     return on_tall < on_wide - 0.01 ? kMatmulTall : kMatmulPersistent;
 }
 
-// Split-K in 16 bits: only where its tiles fill at most half the SMs (past that, versions 9-12 fill them better
-// without partial products: matmul_hopper_choice), then as matmul_split_rule says for its kernel, which holds one
-// block per SM (its ring takes 160 KB of shared memory), ranges at least 256 deep (4 steps of the ring), and a partial
-// product of 2^18 floats costing ~137 steps of k of a wave. That figure, and the rule's choices, from the H200
-// (2026-12-04, results/2026-12-04-nvidia-h200/matmul-variants-splitk.json): bfloat16 512 x 8192 x 512 (M x K x N)
-// 41.3, 26.4, 22.4, 26.6 and 41.2 us with 2, 4, 8, 16 and 32 ranges (the rule: 8), against 68.6 us uncut and 17.5 us
-// for torch.matmul; 1024 x 8192 x 1024 45.2, 49.1 and 63.4 us with 2, 4 and 8 (the rule: 2), 69.4 uncut; 1024^3
-// 16.3 us with 2 against 17.9 uncut (the rule: uncut, a near tie that the model, blind to a block's fixed costs,
-// calls the other way). A build with LABKIT_MATMUL_SWEEP takes the count from $LABKIT_MATMUL_SWEEP_SPLITS where it
-// is set (scripts/experiment_matmul_variants.py).
-int matmul_hopper_splits(int64_t M, int64_t N, int64_t K, int device) {
-#ifdef LABKIT_MATMUL_SWEEP
-    if (const char* forced = getenv("LABKIT_MATMUL_SWEEP_SPLITS")) return atoi(forced);
-#endif
-    const int64_t tiles = cdiv(M, 128) * cdiv(N, kSplitTileN), sms = sm_count(device);
-    return tiles * 2 > sms ? 1 : matmul_split_rule(tiles, sms, M, N, K, 256, 137.0);
-}
+int matmul_hopper_splits(int64_t M, int64_t N, int64_t K, int device) { return split_plan(M, N, K, device).splits; }
 
 // ----------------------------------------------------------------------------------------------
 // The copy for inputs TMA cannot read as they are: a job's dst rows (ld_dst elements apart, a multiple of 8, 16-byte
