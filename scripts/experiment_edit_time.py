@@ -8,8 +8,12 @@ its build.ninja, then reruns them with one change at a time:
          -O1, -O0; each alone and with --threads 0 (device and host steps of one file in parallel); each with
          -std=c++20 (what cpp_extension gives nvcc in newer torch, 2.14 here) and -std=c++17 (a kernel file includes no torch
          header, so it may take the lighter standard library of C++17).
+  parallel: the loader's flags (-O0 --threads 0 -std=c++17), through plain nvcc and through the loader's driver
+         (building/parallel_nvcc.py: nvcc's own steps, the device branch beside the host branch), interleaved.
+  headers: nvcc on a one-line kernel alone, with cuda_bf16.h (which includes cuda_fp16.h; kernels/common/
+         cuda_types.cuh includes both), and with the kit's kit.h: what every .cu file pays before its own code.
   link:  the default linker (GNU ld.bfd); gold, lld and mold where they are installed.
-Writes results/<date>-<machine>/edit_time.json and prints a table. ~1 min.
+Writes results/<date>-<machine>/edit_time.json and prints a table. ~2 min.
 Run: python scripts/experiment_edit_time.py
 """
 
@@ -32,6 +36,7 @@ sys.path.insert(0, str(ROOT))
 import torch  # noqa: E402
 
 import loader  # noqa: E402
+from building import parallel_nvcc  # noqa: E402
 from building.toolchain import safe_cxx  # noqa: E402
 from kit import results  # noqa: E402
 
@@ -47,6 +52,24 @@ def timed(cmd, cwd):
         if r.returncode:
             return {"error": (r.stdout + r.stderr)[-400:]}
     return {"median_s": statistics.median(runs), "min_s": min(runs), "runs_s": runs}
+
+
+def interleaved(cmds, cwd):
+    """{name: timed} for shell commands run in turn, REPS rounds after one to warm up: on a noisy machine, variants
+    compared side by side see the same noise."""
+    runs = {name: [] for name in cmds}
+    for rep in range(REPS + 1):
+        for name, cmd in cmds.items():
+            t0 = time.perf_counter()
+            r = subprocess.run(cmd, cwd=cwd, shell=True, capture_output=True, text=True)
+            if r.returncode:
+                return {name: {"error": (r.stdout + r.stderr)[-400:]}}
+            if rep:
+                runs[name].append(time.perf_counter() - t0)
+    return {
+        name: {"median_s": statistics.median(v), "min_s": min(v), "max_s": max(v), "runs_s": v}
+        for name, v in runs.items()
+    }
 
 
 def ninja_vars(text):
@@ -86,7 +109,9 @@ def main():
         if cuda:
             src = str(tmp / "kernels/add2/add2.cu")
             base = re.sub(r"\s(-O\d|--threads \d+|-std=\S+)(?=\s|$)", "", v["cuda_cflags"])
-            nvcc = f"{v['nvcc']} -MD -MF x.d {base} {{flags}} -c {shlex.quote(src)} -o x.o"
+            # the real nvcc: build.ninja names the loader's driver (building/parallel_nvcc.py), which runs it
+            real = str(Path(loader.cpp_extension().CUDA_HOME or "/usr/local/cuda") / "bin" / "nvcc")
+            nvcc = f"{real} -MD -MF x.d {base} {{flags}} -c {shlex.quote(src)} -o x.o"
             out["nvcc_add2_cu"] = {
                 flags: timed(nvcc.format(flags=flags), bdir)
                 for flags in [
@@ -98,11 +123,33 @@ def main():
             }
             empty = tmp / "empty.cu"
             empty.write_text("__global__ void k(float* p) { p[0] = 1; }\n")
-            out["nvcc_empty_cu"] = timed(f"{v['nvcc']} {base} -O3 -std=c++20 -c {empty} -o x.o", bdir)
+            out["nvcc_empty_cu"] = timed(f"{real} {base} -O3 -std=c++20 -c {empty} -o x.o", bdir)
+            loader_flags = "-O0 --threads 0 -std=c++17"
+            driver = parallel_nvcc.wrapper(tmp / "parallel-nvcc", real)[1]
+            driver_env = " ".join(f"{k}={shlex.quote(x)}" for k, x in driver.items())
+            runner = f"{driver_env} {shlex.quote(str(tmp / 'parallel-nvcc' / 'nvcc'))}"
+            out["nvcc_add2_cu_parallel"] = interleaved(
+                {
+                    "plain nvcc": nvcc.format(flags=loader_flags),
+                    "parallel driver": f"LABKIT_PARALLEL_NVCC=1 {runner}"
+                    + nvcc.format(flags=loader_flags)[len(real) :],
+                },
+                bdir,
+            )
+            headers = {
+                "one kernel": "",
+                "+ cuda_bf16.h (and cuda_fp16.h)": "#include <cuda_bf16.h>\n",
+                "+ kit.h": '#include "kit.h"\n',
+            }
+            cmds = {}
+            for i, (name, include) in enumerate(headers.items()):
+                (tmp / f"h{i}.cu").write_text(include + "__global__ void k(float* p) { p[0] = 1; }\n")
+                cmds[name] = f"{real} {base} {loader_flags} -c {tmp / f'h{i}.cu'} -o h.o"
+            out["nvcc_headers"] = interleaved(cmds, bdir)
     dest = results.machine_dir()
     dest.mkdir(parents=True, exist_ok=True)
     (dest / "edit_time.json").write_text(json.dumps(out, indent=1) + "\n")
-    for part in ("link", "nvcc_add2_cu"):
+    for part in ("link", "nvcc_add2_cu", "nvcc_add2_cu_parallel", "nvcc_headers"):
         for name, r in out.get(part, {}).items():
             print(
                 f"{part:13s} {name:26s} "
