@@ -63,6 +63,15 @@ LONG_K = 8192  # the long-k pass: M = N = n, K = LONG_K
 LONG_K_SIZES = [256, 512, 1024, 2048]
 LONG_K_QUICK = [512, 1024]  # the bars are judged there
 TALL = (16384, 1024, 1024)
+# what n is in each pass's plot (bench/run.py's save_plots reads them from bench.json's "matmul")
+XLABELS = {
+    "square": "n (M = N = K)",
+    "skinny": f"n = M (N = {SKINNY[1]}, K = {SKINNY[2]})",
+    "unaligned": f"n = M ({UNALIGNED[0]} x {UNALIGNED[1]} x {UNALIGNED[2]}, M x N x K)",
+    "harness": f"n = M ({HARNESS[0]} x {HARNESS[1]} x {HARNESS[2]}, M x N x K)",
+    "long-k": f"n (M = N, K = {LONG_K})",
+    "tall": f"n = M (N = {TALL[1]}, K = {TALL[2]})",
+}
 
 
 def _bar(pass_, dtype, at_least, n_from, n_to=None, impl="ours", vs="torch"):
@@ -219,6 +228,7 @@ def run(bench):
     if gpu:
         props = torch.cuda.get_device_properties(dev)
         bench.extra["matmul"] = {
+            "xlabels": XLABELS,
             "peak_tflops": peaks(props),
             "peak_source": f"{props.multi_processor_count} SMs x {getattr(props, 'clock_rate', 0) / 1e6:.2f} GHz "
             "(boost clock; 0: this torch does not say) x flops per clock per SM (float32 FMA lanes x 2; "

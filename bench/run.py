@@ -317,7 +317,9 @@ def save_plots(result, out_dir):
         title = f"{op} {pass_} {dtype} on {result['device']} ({result['date']})"
         if "flops" in rows[0]:
             peak = result.get(op, {}).get("peak_tflops", {}).get(dtype)
-            plots.plot_tflops(rows, peak=peak, ax=ax, title=title)
+            # what n is in this pass, where the op's bench says (bench_matmul.XLABELS)
+            xlabel = result.get(op, {}).get("xlabels", {}).get(pass_, "n (M = N = K)")
+            plots.plot_tflops(rows, peak=peak, ax=ax, title=title, xlabel=xlabel)
         else:
             plots.plot_bandwidth(rows, result["copy"], ax=ax, title=title)
         fig.tight_layout()

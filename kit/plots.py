@@ -53,16 +53,16 @@ def plot_bandwidth(rows, copies, ax=None, title=None):
     return ax
 
 
-def plot_tflops(rows, peak=None, ax=None, title=None):
-    """TFLOP/s against size for one compute-bound op/dtype (matmul: n = M = N = K, log2 axis): a median line with a
-    quartile band per implementation, and the device's peak as a dashed line when known.
+def plot_tflops(rows, peak=None, ax=None, title=None, xlabel="n (M = N = K)"):
+    """TFLOP/s against size for one compute-bound op/dtype (matmul: n = M = N = K unless xlabel says otherwise, log2
+    axis): a median line with a quartile band per implementation, and the device's peak as a dashed line when known.
 
     rows: dicts with n, impl, flops, median_s, q25_s, q75_s (bench.json's matmul rows)."""
     ax = _plot_rates(rows, lambda r, s: tflops(r["flops"], s), ax, title)
     if peak:
         ax.axhline(peak, color="k", linestyle="--", linewidth=1, label=f"peak {peak:.0f} TFLOP/s")
     ax.set_yscale("log")
-    ax.set_xlabel("n (M = N = K)")
+    ax.set_xlabel(xlabel)
     ax.set_ylabel("TFLOP/s")
     ax.grid(True, alpha=0.3, which="both")
     ax.legend(fontsize=8)

@@ -36,6 +36,11 @@
 //                               in shared memory, so any M, N, K works; loaded 8 elements (16 bytes) at a time
 //                               where K and N are multiples of 8. What ops.matmul runs for 16-bit types on an
 //                               Ampere GPU; on a Hopper GPU it runs versions 8-12, in matmul_hopper.cu.
+//  15. split-K                  for a long K under a small output (512 x 8192 x 512: 8 tiles of 128 x 256 for 132
+//                               SMs): K cut into ranges, a block per tile and range (float32: 14's kernel with
+//                               kSplit; 16 bits: matmul_hopper.cu's), each range's partial product in float, then
+//                               matmul_sum_splits_kernel adds them in a fixed order. What ops.matmul runs where the
+//                               output's tiles would leave SMs idle and K is long enough to cut (matmul_splits).
 // float64 runs version 3 (ops.matmul's "fast" for double: GPUs have few float64 units, and the lesson is about
 // float32 and 16-bit). Every version handles any M, N, K: loads past an edge read 0, stores past it are skipped.
 // Grids run blockIdx.x over column tiles (up to 2^31 - 1) and blockIdx.y over row tiles (up to 65535; a taller C
@@ -657,9 +662,9 @@ static cudaError_t launch_pipelined(float* c, const float* a, const float* b, in
 // W an SM holds (__launch_bounds__'s), ranges at least 128 deep (16 steps of 8), and a partial product of 2^18 floats
 // costing ~4.4 steps of k of a wave. That figure, and the rule's choices, from the H200 (2026-12-04,
 // results/2026-12-04-nvidia-h200/matmul-variants-splitk.json, 128 x 256 tiles, M x K x N): 512 x 8192 x 512 834,
-// 423, 220, 123 and 137 us with 2, 4, 8, 16 and 32 ranges (the rule: 16), against 1581 us uncut and 98.8 for
-// torch.matmul; 1024 x 8192 x 1024 434 us with 4, 442 with 8 (the rule: 4), 1580 uncut, 378 for torch.matmul;
-// 1024^3 70.9 us with 4, 118 with 2, 206 uncut (the rule: 4).
+// 423, 221, 124 and 139 us with 2, 4, 8, 16 and 32 ranges (the rule: 16), against 1576 us uncut and 99.0 for
+// torch.matmul; 1024 x 8192 x 1024 435 us with 4, 443 with 8 (the rule: 4), 1579 uncut, 381 for torch.matmul;
+// 1024^3 72.1 us with 4, 118 with 2, 207 uncut (the rule: 4).
 template <typename W>
 static int f32_splits(int64_t M, int64_t N, int64_t K, int sms) {
     const int64_t tiles = cdiv(M, W::kBM) * cdiv(N, W::kBN), slots = int64_t(sms) * W::kMinBlocks;

@@ -49,11 +49,15 @@
 //  12. matmul_wgmma_ws_kernel<256, 128, 2, true>    11 with 256 x 128 tiles, for the shapes whose last wave of
 //                                   128 x 256 tiles would leave most SMs idle (4096 x 4224: 544 such tiles are 4.1
 //                                   waves of 132; 528 of 256 x 128 are exactly 4).
+//  15. split-K in 16 bits       9's or 10's kernel with a run of the ring's steps per blockIdx.z, storing its partial
+//                                   tile in float (store_partial) for matmul.cu to sum: a long K under few tiles
+//                                   (split_plan, below, picks the tiles and the number of ranges).
 // Where N is at most 64 columns past a multiple of the tile's width (4097), 9-12 compute the last tile column
 // as narrow tiles of one 64-column strip, and the persistent ones give those to the blocks with one tile fewer
 // (TileWalk in matmul_hopper.cuh); a 128 x 256 tile's slot holds two k steps of a narrow one, or in 11 one k step
 // of a narrow tile two tile rows tall (one strip of B for 256 rows of A).
-// ops.matmul picks among 9-12 by how well their tiles fill the SMs (matmul_hopper_choice, at the end).
+// ops.matmul picks among 9-12 by how well their tiles fill the SMs (matmul_hopper_choice, at the end), and 15 where
+// too few tiles leave SMs idle under a long K (matmul_hopper_splits).
 // TMA reads rows that are a multiple of 16 bytes apart, each box from a 16-byte boundary (on an H200, a box at
 // column 1 of a bfloat16 matrix stops the kernel with an illegal instruction: scripts/experiment_tma_box_start.cu).
 // Where A's rows are not so (K not a multiple of 8, or a view starting mid-row), 9-12 read A where it is, through
@@ -170,11 +174,11 @@ constexpr int tile_rows(int version) { return version == kMatmulTall ? 256 : 128
 // 192 KB of shared memory), ranges at least 256 deep (4 steps of the ring). In steps of k of a wave of 128 x 128
 // blocks, a wave of 128 x 256 ones takes 1.13 (twice the columns on twice the warpgroups) and a partial product of
 // 2^18 floats ~88. Those figures, and the plan's choices, from the H200 (2026-12-04, results/2026-12-04-nvidia-h200/
-// matmul-variants-splitk.json, bfloat16, M x K x N; float16 alike): 512 x 8192 x 512 on 128 x 128 tiles 41.2, 27.8,
-// 22.4, 28.2 and 41.4 us with 2, 4, 8, 16 and 32 ranges, on 128 x 256 ones 49.0, 31.2, 23.4, 23.4 and 34.0 (the plan:
-// 128 x 128, 8), against 67.6 uncut and 17.6 for torch.matmul; 1024 x 8192 x 1024 on 128 x 128 tiles 42.9, 48.7 and
-// 61.2 us with 2, 4 and 8, on 128 x 256 ones 53.1, 39.5 and 50.2 (the plan: 128 x 256, 4), 68.7 uncut, 30.2 for
-// torch.matmul; 1024^3 16.6 us with 2 against 17.8 uncut (the plan: uncut, a near tie that the model, blind to a
+// matmul-variants-splitk.json, bfloat16, M x K x N; float16 alike): 512 x 8192 x 512 on 128 x 128 tiles 42.0, 28.6,
+// 23.0, 28.8 and 42.2 us with 2, 4, 8, 16 and 32 ranges, on 128 x 256 ones 49.8, 31.7, 24.0, 23.9 and 34.6 (the plan:
+// 128 x 128, 8), against 67.9 uncut and 18.0 for torch.matmul; 1024 x 8192 x 1024 on 128 x 128 tiles 43.5, 49.6 and
+// 61.9 us with 2, 4 and 8, on 128 x 256 ones 53.5, 40.3 and 50.9 (the plan: 128 x 256, 4), 69.0 uncut, 30.9 for
+// torch.matmul; 1024^3 17.0 us with 2 against 18.0 uncut (the plan: uncut, a near tie that the model, blind to a
 // block's fixed costs, calls the other way). A build with LABKIT_MATMUL_SWEEP takes the count from
 // $LABKIT_MATMUL_SWEEP_SPLITS and the tiles' width from $LABKIT_MATMUL_SWEEP_SPLIT_TILE where they are set
 // (scripts/experiment_matmul_variants.py).
