@@ -297,8 +297,8 @@ class _Op:
         the device code is the same at any -O), so it gets -O0, and --threads 0, which runs nvcc's two preprocessors
         at once (its device steps run beside its host steps through building/parallel_nvcc.py). And -std=c++17: a
         kernel file includes no torch header, so it need not take the C++20 that newer torch asks for its own
-        headers; C++17's standard library is lighter to parse twice (cudafe++ and the host compile). Each choice shortens an edit's rebuild: scripts/experiment_edit_time.py
-        measures them (results/*/edit_time.json). An op.py with ARCH_SPECIFIC = True also gets the targets of
+        headers; C++17's standard library is lighter to parse twice (cudafe++ and the host compile). Each choice
+        shortens an edit's rebuild: scripts/experiment_edit_time.py measures them (results/*/edit_time.json). An op.py with ARCH_SPECIFIC = True also gets the targets of
         building.environment.arch_specific_targets (sm_90a for a Hopper GPU where TORCH_CUDA_ARCH_LIST is unset)."""
         own = list(getattr(self._mod, "CUDA_FLAGS" if nvcc else "CXX_FLAGS", []) if self._mod else [])
         if nvcc and cuda and getattr(self._mod, "ARCH_SPECIFIC", False):
