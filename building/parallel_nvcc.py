@@ -21,8 +21,8 @@ How: `nvcc --dryrun` (13 ms) prints every command nvcc would run, with its envir
 as the files it reads exist, the device preprocessor's output giving the dependency file (-MD -MF) as nvcc's does.
 The commands and their flags are nvcc's own, so the objects are the same: add2's and matmul's libraries built both
 ways had byte-identical .nv_fatbin sections (every cubin), .cuda.o files that differ only in nvcc's temporary file
-name, and the same dependency lists; compile errors and warnings print as nvcc prints them, and a failed compile exits non-zero.
-Where anything differs from what this expects (another kind of step, more than one object, -E, --keep ...), or the
+name, and the same dependency lists; compile errors and warnings print as nvcc prints them, and a failed compile
+exits non-zero. Where anything differs from what this expects (another kind of step, more than one object, -E, --keep ...), or the
 two module ids differ, it runs plain nvcc instead.
 
 The loader builds through a small `nvcc` script (wrapper(), building/compiler_cache.py: behind ccache where there is

@@ -91,9 +91,10 @@ def _check_float(name, t):
 def matmul(a, b, *, version="fast", which=False, splits=False):
     """C = a @ b for matrices a (M x K) and b (K x N), from our kernels; differentiable. Accumulated in float32
     (float64 for float64), returned in the inputs' dtype. version= runs one of the lesson's GPU kernels instead:
-    "naive", "coalesced", "smem", "reg1d", "reg2d", "vec", "warptile" or "pipelined" (float32), "wmma" (float16, bfloat16: tensor cores),
-    on a Hopper GPU "wgmma", "warpspec", "wide", "persistent" or "tall" (float16, bfloat16), or "splitk" (float32,
-    and on a Hopper GPU float16 and bfloat16: K cut into ranges over more blocks where the output has too few tiles).
+    "naive", "coalesced", "smem", "reg1d", "reg2d", "vec", "warptile" or "pipelined" (float32), "wmma" (float16,
+    bfloat16: tensor cores), on a Hopper GPU "wgmma", "warpspec", "wide", "persistent" or "tall" (float16, bfloat16),
+    or "splitk" (float32, and on a Hopper GPU float16 and bfloat16: K cut into ranges over more blocks where the output
+    has too few tiles).
     which=True computes nothing and returns the name of the version that version="fast" runs for a and b ("cpu" for
     CPU tensors); splits=True computes nothing and returns how many ranges of k it cuts the product into (1: none)."""
     if which:
