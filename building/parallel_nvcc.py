@@ -154,9 +154,11 @@ def _dependencies(ii, target):
     return f"{target} : " + " \\\n    ".join(names) + "\n"
 
 
-def _run_steps(env_lines, steps):
-    """Run each step once the steps it waits for succeeded; stop starting new ones after a failure."""
-    env = dict(os.environ)
+def _run_steps(env_lines, steps, tmp):
+    """Run each step once the steps it waits for succeeded; stop starting new ones after a failure. Their TMPDIR is
+    tmp, the driver's own folder: a step that fails beside another (cicc on a device-side error, where plain nvcc
+    would have stopped at cudafe++) leaves its temporary files there, and the driver removes the folder."""
+    env = {**os.environ, "TMPDIR": str(tmp)}
     for line in env_lines:  # NAME=value as a shell would read it: nvcc sets these for its steps
         name, _, value = line.partition("=")
         env[name] = " ".join(shlex.split(value))
@@ -249,7 +251,7 @@ def main(argv):
         if plan is None:
             _plain(nvcc, args)
         env_lines, steps, depfile, ids = plan
-        _run_steps(env_lines, steps)
+        _run_steps(env_lines, steps, tmp)
         # nvcc's output: each step's, in nvcc's order, up to the first that failed
         for s in steps:
             if s.result is None:

@@ -80,3 +80,32 @@ def test_the_wrapper_is_plain_nvcc_without_the_driver_in_the_environment(tmp_pat
     clean = {k: v for k, v in os.environ.items() if not k.startswith("LABKIT_NVCC_")}
     r = subprocess.run([path, "--version"], capture_output=True, text=True, env=clean)
     assert r.returncode == 0 and "Cuda compilation tools" in r.stdout
+
+
+def test_a_failed_compile_leaves_no_temporary_files(tmp_path):
+    """A device-side error: cicc, running beside cudafe++, fails and leaves its temporary files where TMPDIR says;
+    the driver gives its steps a folder of its own, removed when it ends, so nothing stays behind in the student's
+    TMPDIR (/tmp) however often a compile fails."""
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    src = tmp_path / "k.cu"
+    src.write_text("__global__ void k(float* p) { p[0] = oops; }\n")
+    r = subprocess.run(
+        [
+            sys.executable,
+            parallel_nvcc.__file__,
+            str(NVCC),
+            *FLAGS,
+            *LOADER,
+            "-c",
+            str(src),
+            "-o",
+            str(tmp_path / "k.o"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "TMPDIR": str(scratch), "LABKIT_PARALLEL_NVCC": "1"},
+    )
+    assert r.returncode != 0 and "oops" in r.stdout + r.stderr
+    assert sorted(p.name for p in scratch.iterdir()) == []
