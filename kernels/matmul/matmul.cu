@@ -633,24 +633,26 @@ using WarpTileFast = WarpTile128x256;
 using WarpTileSplit = WarpTileFast;
 
 #ifdef LABKIT_MATMUL_SWEEP
-// The sweep build's shape, for versions 14 and 15 alike: $LABKIT_MATMUL_SWEEP_SHAPE (0-5), and its tile
-static int sweep_shape() {
+// The sweep build's tile shape, for versions 14 and 15 alike: fn(W{}) for the shape $LABKIT_MATMUL_SWEEP_SHAPE names
+// (0-5), the launch and split-K's count both asking here
+template <typename Fn>
+static auto with_sweep_shape(Fn fn) {
     const char* shape = getenv("LABKIT_MATMUL_SWEEP_SHAPE");
-    return shape ? atoi(shape) : 0;
+    switch (shape ? atoi(shape) : 0) {
+        case 1: return fn(WarpTile128x256{});
+        case 2: return fn(WarpTile256x128{});
+        case 3: return fn(WarpTile128k16{});
+        case 4: return fn(WarpTile128t128{});
+        case 5: return fn(WarpTile128one{});
+        default: return fn(WarpTile128{});
+    }
 }
 #endif
 
 static cudaError_t launch_pipelined(float* c, const float* a, const float* b, int64_t M, int64_t N, int64_t K,
                                     cudaStream_t s, int splits = 1) {
 #ifdef LABKIT_MATMUL_SWEEP
-    switch (sweep_shape()) {
-        case 1: return launch_warptile<WarpTile128x256, true>(c, a, b, M, N, K, s, splits);
-        case 2: return launch_warptile<WarpTile256x128, true>(c, a, b, M, N, K, s, splits);
-        case 3: return launch_warptile<WarpTile128k16, true>(c, a, b, M, N, K, s, splits);
-        case 4: return launch_warptile<WarpTile128t128, true>(c, a, b, M, N, K, s, splits);
-        case 5: return launch_warptile<WarpTile128one, true>(c, a, b, M, N, K, s, splits);
-        default: return launch_warptile<WarpTile128, true>(c, a, b, M, N, K, s, splits);
-    }
+    return with_sweep_shape([&](auto w) { return launch_warptile<decltype(w), true>(c, a, b, M, N, K, s, splits); });
 #else
     if (splits > 1) return launch_warptile<WarpTileSplit, true>(c, a, b, M, N, K, s, splits);
     return launch_warptile<WarpTileFast, true>(c, a, b, M, N, K, s);
@@ -676,14 +678,7 @@ static int f32_splits(int64_t M, int64_t N, int64_t K, int device) {
         per_device(device, [device] { return device_attribute(cudaDevAttrMultiProcessorCount, device, 1); });
 #ifdef LABKIT_MATMUL_SWEEP
     if (const char* forced = getenv("LABKIT_MATMUL_SWEEP_SPLITS")) return atoi(forced);
-    switch (sweep_shape()) {
-        case 1: return f32_splits<WarpTile128x256>(M, N, K, sms);
-        case 2: return f32_splits<WarpTile256x128>(M, N, K, sms);
-        case 3: return f32_splits<WarpTile128k16>(M, N, K, sms);
-        case 4: return f32_splits<WarpTile128t128>(M, N, K, sms);
-        case 5: return f32_splits<WarpTile128one>(M, N, K, sms);
-        default: return f32_splits<WarpTile128>(M, N, K, sms);
-    }
+    return with_sweep_shape([&](auto w) { return f32_splits<decltype(w)>(M, N, K, sms); });
 #else
     return f32_splits<WarpTileSplit>(M, N, K, sms);
 #endif
