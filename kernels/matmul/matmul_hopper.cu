@@ -84,6 +84,11 @@
 // a round trip through L2); the eight maps per input with the offset left in boxes 8 columns wider and undone by
 // three producer warps in shared memory took 545 us with A, 732 with B, 1018 with both (the raw boxes alone 323 us,
 // shifting 16 KB per step ~220 us more).
+// The epilogue of 9-12: each consumer warpgroup writes its accumulators, rounded, into 64 x 64 boxes of shared
+// memory, which TMA stores into C while the warpgroup goes on to its next tile (store_block_tma in
+// matmul_hopper.cuh); where TMA cannot write C (its rows not 16-byte aligned, or A read by residue maps), the
+// warpgroup copies the boxes out itself (store_block_staged). Both replaced version 8's epilogue, which shuffles the
+// accumulators into 16-byte pieces in registers: 16384 x 1024 x 1024 went from 0.78 to 0.93 of torch.matmul.
 // Any M, N, K is correct: TMA reads zeros past the edges, and the stores are guarded. A build without sm_90a
 // (TORCH_CUDA_ARCH_LIST=9.0 rather than 9.0a) compiles these kernels to a trap and matmul_hopper_available() says no.
 //

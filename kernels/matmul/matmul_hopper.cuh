@@ -70,6 +70,22 @@ __device__ __forceinline__ void tma_load(void* dst, const CUtensorMap* map, int 
         : "memory");
 }
 
+// TMA's store: the box of the tensor map at (x, y) from shared memory, as one of the thread's bulk groups (committed
+// by bulk_commit, waited for by bulk_wait_read / bulk_wait); past the map's edges TMA writes nothing.
+__device__ __forceinline__ void tma_store(const CUtensorMap* map, const void* src, int x, int y) {
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];"
+                 ::"l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(smem_addr(src))
+                 : "memory");
+}
+__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+// Until at most kPending of this thread's bulk groups still read their shared memory (what may be overwritten).
+template <int kPending>
+__device__ __forceinline__ void bulk_wait_read() {
+    asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(kPending) : "memory");
+}
+// Until all of this thread's bulk groups have written global memory.
+__device__ __forceinline__ void bulk_wait() { asm volatile("cp.async.bulk.wait_group 0;" ::: "memory"); }
+
 // A wgmma matrix descriptor for a 128-byte-swizzled tile in shared memory: the start address, the "leading" and
 // "stride" byte offsets (each >> 4), and the swizzle mode in bits 62-63 (1: 128 bytes). For K-major A the stride
 // offset is 1024 (8 rows of 128 bytes) and the leading offset unused; for MN-major B the leading offset steps from
@@ -150,7 +166,9 @@ __device__ __forceinline__ void multiply_slot(float* d, const T* a_rows, const T
     }
 }
 
-// The accumulators of one warpgroup's 64 x kN block into C at (row0, col0), rounded to T, guarded at the edges.
+// The accumulators of one warpgroup's 64 x kN block into C at (row0, col0), rounded to T, guarded at the edges, from
+// registers (version 8's epilogue, and the warp-specialized kernel's under an exercise's ring; the lesson's 9-12 go
+// through shared memory: store_block_tma, store_block_staged, below).
 // wgmma's layout: warp w of the warpgroup holds rows 16w .. 16w + 15; lane l holds rows l / 4 and l / 4 + 8 of
 // those, and in each 8-column group columns 2 (l % 4) and 2 (l % 4) + 1: d[4j .. 4j + 3] are (row, c), (row, c + 1),
 // (row + 8, c), (row + 8, c + 1) for c = 8j + 2 (l % 4). The four lanes of a quad (l / 4 alike) hold a row's groups.
@@ -295,6 +313,94 @@ __device__ __forceinline__ void store_partial(float* parts, const float* d, int6
     }
 }
 
+// The epilogue of versions 9-12 where TMA can write C (its rows a multiple of 16 bytes apart from a 16-byte
+// boundary, A read through one map, not split-K): one warpgroup's 64 x kN block leaves through shared memory, a
+// 64 x 64 box at a time. Each thread writes its accumulators' pairs, rounded to T, into a box laid out as TMA's
+// 128-byte swizzle lays it out (row r's 16-byte piece p at p ^ (r % 8): a warp's 32 four-byte stores of one piece
+// column land in 32 banks), then one thread hands the box to TMA, which stores it while the warpgroup goes on (to
+// the next box, then to the next tile's wgmmas), and writes nothing past C's edges, so no thread guards a column.
+// Two boxes per warpgroup take turns (`stores` counts the warpgroup's boxes): before one is written again, its
+// store must have read it (bulk_wait_read<1>: all but the latest). Measured on an H200 (2026-12-04, ncu, bfloat16
+// 16384 x 1024 x 1024, version 11) with store_block's shuffles and selects instead: the consumer warps spent about a
+// third of their time in the epilogue, ~10,000 of ~31,700 cycles per tile, where the tile's wgmmas need ~16,400, and
+// missed in the instruction cache there (its code unrolled for every offset of a row's start). Through shared memory
+// (side by side with torch.matmul, bfloat16): 16384 x 1024 x 1024 67.6 -> 56.9 us (torch 52.9), 4096^3 0.917 -> 0.952
+// of torch, 1024^3 0.55 -> 0.655.
+constexpr int kBoxBytes = 64 * kStrip * 2;  // 8 KB: a 64 x 64 box of C
+
+// A warpgroup's own barrier (1 or 2, by its number: 0 is __syncthreads'), for its 128 threads.
+__device__ __forceinline__ void warpgroup_sync(int group) {
+    asm volatile("bar.sync %0, %1;" ::"r"(group), "n"(kWarpgroup) : "memory");
+}
+
+// Columns 64s .. 64s + 63 of a warpgroup's 64 x kN accumulators into a box, rounded to T: lane l of warp w holds
+// rows 16w + l / 4 and 16w + l / 4 + 8 (whose residue mod 8 is l / 4) of each 8-column group (store_block, above).
+template <typename T>
+__device__ __forceinline__ void fill_box(uint8_t* box, const float* d, int s) {
+    const int lane = threadIdx.x % 32, q = lane % 4, quad = lane / 4;
+    const int warp_row = (threadIdx.x % kWarpgroup / 32) * 16;
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        uint8_t* row = box + (warp_row + quad + 8 * h) * 128;
+#pragma unroll
+        for (int p = 0; p < 8; p++) {  // the box's columns 8p .. 8p + 7: the accumulators' group j
+            const int j = 8 * s + p;
+            *reinterpret_cast<uint32_t*>(row + (p ^ quad) * 16 + 4 * q) =
+                pack_pair<T>(d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
+        }
+    }
+}
+
+template <typename T, int kN>
+__device__ __forceinline__ void store_block_tma(const float* d, uint8_t* boxes, int& stores, const CUtensorMap* map_c,
+                                                int64_t row0, int64_t col0, int group) {
+    const bool issues = threadIdx.x % kWarpgroup == 0;
+#pragma unroll
+    for (int s = 0; s < kN / kStrip; s++, stores++) {
+        uint8_t* box = boxes + (stores % 2) * kBoxBytes;
+        if (issues) bulk_wait_read<1>();
+        warpgroup_sync(group);  // the box is free for everyone
+        fill_box<T>(box, d, s);
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // TMA (the async proxy) sees the writes
+        warpgroup_sync(group);
+        if (issues) {
+            tma_store(map_c, box, int(col0) + s * kStrip, int(row0));
+            bulk_commit();
+        }
+    }
+}
+
+// Where TMA cannot write C (rows an odd number of elements apart, a start off a 16-byte boundary, or the tile's rows
+// rows_apart = 8 apart, A read through its residue maps), the same boxes, copied out by the warpgroup itself: each
+// warp a row of the box at a time, lane l its elements l and l + 32, each a 2-byte store (64 bytes of a row per warp
+// store, wherever the row starts), guarded at C's edges. A box is written again two boxes later, after the
+// warpgroup's barrier of the box between, which every thread reaches only after copying its part of this one.
+template <typename T, int kN>
+__device__ __forceinline__ void store_block_staged(T* c, const float* d, uint8_t* boxes, int& stores, int64_t row0,
+                                                   int rows_apart, int64_t col0, int64_t M, int64_t N, int group) {
+    const int lane = threadIdx.x % 32, warp_row = (threadIdx.x % kWarpgroup / 32) * 16;
+#pragma unroll
+    for (int s = 0; s < kN / kStrip; s++, stores++) {
+        uint8_t* box = boxes + (stores % 2) * kBoxBytes;
+        fill_box<T>(box, d, s);
+        warpgroup_sync(group);
+#pragma unroll 4
+        for (int r = 0; r < 16; r++) {
+            const int row = warp_row + r;
+            const int64_t at = row0 + int64_t(rows_apart) * row;
+            if (at >= M) break;  // the rows after are past M too
+#pragma unroll
+            for (int half = 0; half < 2; half++) {
+                const int e = lane + 32 * half;  // the box's column: in piece e / 8, element e % 8
+                const int64_t col = col0 + s * kStrip + e;
+                if (col < N)
+                    reinterpret_cast<uint16_t*>(c)[at * N + col] =
+                        *reinterpret_cast<const uint16_t*>(box + row * 128 + ((e / 8) ^ (row % 8)) * 16 + (e % 8) * 2);
+            }
+        }
+    }
+}
+
 // Dynamic shared memory, rounded up to the 1024 bytes that the 128-byte swizzle's pattern repeats over (the
 // launchers ask for 1 KB more than they use).
 __device__ __forceinline__ uint8_t* aligned_smem(uint8_t* raw) { return raw + ((1024 - smem_addr(raw) % 1024) % 1024); }
@@ -319,7 +425,9 @@ struct WsShape {
     static constexpr int kSlotBytes = (kM / kStrip + kN / kStrip) * kStripBytes;  // 32 KB or 48 KB
     static constexpr int kStages = kSlotBytes == 32768 ? 5 : 4;  // 160 or 192 KB of the 227 KB a block may have
     static constexpr int kTileBytesA = kM * kBK * 2;
-    static constexpr int kSmem = kStages * kSlotBytes + 1024;
+    static constexpr int kBoxes = kStages * kSlotBytes;  // after the ring: two C boxes per consumer warpgroup
+    static constexpr int kSmem = kBoxes + kConsumers * 2 * kBoxBytes + 1024;
+    static_assert(kSmem <= 227 * 1024, "the ring and the C boxes fit a block's shared memory");
     static constexpr int kThreads = (kConsumers + 1) * kWarpgroup;
     static constexpr int kHalves = kM / kConsumers / 64;  // 64-row blocks per consumer warpgroup
     // A narrow tile (TileWalk) is the last tile column's one 64-column strip of kNarrowTiles tile rows: two where a
@@ -431,7 +539,7 @@ constexpr bool residue_maps_fit(int64_t M, int kM) { return M >= 8 && 8 * cdiv(c
 // A consumer warpgroup's rows (first_row onward, `rows` of them) of a slot's A tile read through a residue map: the
 // lag columns before each row's first hold the end of the row before (AMaps), set to zeros here. With the 128-byte
 // swizzle a row's first 16 bytes are its piece row % 8. Then a proxy fence, so that wgmma (the async proxy) sees
-// these writes, and the warpgroup's own barrier (1 or 2, by its number: 0 is __syncthreads'), so that all are done.
+// these writes, and the warpgroup's own barrier, so that all are done.
 template <typename T>
 __device__ __forceinline__ void zero_lag(T* a_tile, int first_row, int rows, int lag, int group) {
     for (int r = threadIdx.x % kWarpgroup; r < rows; r += kWarpgroup) {
@@ -440,8 +548,7 @@ __device__ __forceinline__ void zero_lag(T* a_tile, int first_row, int rows, int
         for (int e = 0; e < lag; e++) piece[e] = 0;  // 0x0000 is +0 in float16 and bfloat16
     }
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-    if (group == 1) asm volatile("bar.sync 1, %0;" ::"n"(kWarpgroup) : "memory");
-    else asm volatile("bar.sync 2, %0;" ::"n"(kWarpgroup) : "memory");
+    warpgroup_sync(group);
 }
 
 // The lesson's ring: matmul_ring_step, and waits without limit.
@@ -453,7 +560,8 @@ struct LessonRing {
 template <typename T, int kM, int kN, int kConsumers, bool kPersistent, typename Ring = LessonRing>
 __global__ void __launch_bounds__(WsShape<kM, kN, kConsumers, kPersistent>::kThreads, 1)
     matmul_wgmma_ws_kernel(const __grid_constant__ AMaps a_maps, const __grid_constant__ CUtensorMap map_b, T* c,
-                           int64_t M, int64_t N, int64_t K, int* stuck, float* parts) {
+                           int64_t M, int64_t N, int64_t K, int* stuck, float* parts,
+                           const __grid_constant__ CUtensorMap map_c, bool c_by_tma) {
 #ifndef LABKIT_SM90A
     __trap();
 #else
@@ -548,6 +656,11 @@ __global__ void __launch_bounds__(WsShape<kM, kN, kConsumers, kPersistent>::kThr
         // this warpgroup's first row in a full tile and in a narrow one
         const int row_in_tile = (group - 1) * (kM / kConsumers), row_in_narrow = row_in_tile * S::kNarrowTiles;
         const bool releases = t % kWarpgroup == 0;  // one arrival per warpgroup on the empty barriers
+        // C through TMA (store_block_tma): not with a ring whose waits may give up (an exercise's), since a thread
+        // that gave up would leave its warpgroup's barrier waiting for it
+        constexpr bool kTmaStore = Ring::kPolls == 0;
+        uint8_t* boxes = smem + S::kBoxes + (group - 1) * 2 * kBoxBytes;
+        int stores = 0;
         int i = 0;
         int tm, tn, map, first, lag, steps, begin, end;
         bool narrow;
@@ -617,6 +730,34 @@ __global__ void __launch_bounds__(WsShape<kM, kN, kConsumers, kPersistent>::kThr
                         store_partial<kN>(part, d + h * kN / 2, row0, a_maps.residues, col0, M, N);
                     }
                 }
+            } else if (kTmaStore && c_by_tma) {  // one map of A: row `first` of it is row `first` of C
+                if (narrow) {
+#pragma unroll
+                    for (int h = 0; h < S::kNarrowHalves; h++)
+                        store_block_tma<T, kStrip>(narrow_d(h), boxes, stores, &map_c, first + row_in_narrow + h * 64,
+                                                   col0, group);
+                } else {
+#pragma unroll
+                    for (int h = 0; h < S::kHalves; h++)
+                        store_block_tma<T, kN>(d + h * kN / 2, boxes, stores, &map_c, first + row_in_tile + h * 64,
+                                               col0, group);
+                }
+            } else if (kTmaStore) {
+                if (narrow) {
+#pragma unroll
+                    for (int h = 0; h < S::kNarrowHalves; h++) {
+                        const int64_t row0 = map + int64_t(a_maps.residues) * (first + row_in_narrow + h * 64);
+                        store_block_staged<T, kStrip>(c, narrow_d(h), boxes, stores, row0, a_maps.residues, col0, M, N,
+                                                      group);
+                    }
+                } else {
+#pragma unroll
+                    for (int h = 0; h < S::kHalves; h++) {
+                        const int64_t row0 = map + int64_t(a_maps.residues) * (first + row_in_tile + h * 64);
+                        store_block_staged<T, kN>(c, d + h * kN / 2, boxes, stores, row0, a_maps.residues, col0, M, N,
+                                                  group);
+                    }
+                }
             } else if (narrow) {
 #pragma unroll
                 for (int h = 0; h < S::kNarrowHalves; h++) {
@@ -631,6 +772,7 @@ __global__ void __launch_bounds__(WsShape<kM, kN, kConsumers, kPersistent>::kThr
                 }
             }
         }
+        if (kTmaStore && c_by_tma && t % kWarpgroup == 0) bulk_wait();  // C is written before the block ends
     }
 #endif
 }
@@ -736,8 +878,13 @@ cudaError_t launch_ws(const AMaps& a_maps, const CUtensorMap& map_b, T* c, int64
     const TileWalk<kN, S::kNarrowTiles> walk(a_maps.residues, a_maps.tiles_per_map, N, 1);
     dim3 grid(unsigned(cdiv(N, kN)), unsigned(walk.tiles_m), unsigned(parts ? splits : 1));
     if (kPersistent) grid = dim3(unsigned(walk.tiles() < sm_count(device) ? walk.tiles() : sm_count(device)));
+    // C through TMA where it can write C's rows (store_block_tma), in boxes of 64 x 64
+    CUtensorMap map_c{};
+    bool c_by_tma = false;
+    if constexpr (Ring::kPolls == 0)
+        c_by_tma = !parts && a_maps.residues == 1 && N % 8 == 0 && aligned16(c) && make_map(&map_c, c, M, N, N, 64);
     return launch<matmul_wgmma_ws_kernel<T, kM, kN, kConsumers, kPersistent, Ring>>(
-        S::kThreads, S::kSmem, grid, device, stream, a_maps, map_b, c, M, N, K, stuck, parts);
+        S::kThreads, S::kSmem, grid, device, stream, a_maps, map_b, c, M, N, K, stuck, parts, map_c, c_by_tma);
 }
 
 // The same with one map of A's M rows (exercise 11's launcher).
