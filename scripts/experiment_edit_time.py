@@ -11,7 +11,8 @@ its build.ninja, then reruns them with one change at a time:
   parallel: the loader's flags (-O0 --threads 0 -std=c++17), through plain nvcc and through the loader's driver
          (building/parallel_nvcc.py: nvcc's own steps, the device branch beside the host branch), interleaved.
   headers: nvcc on a one-line kernel alone, with cuda_bf16.h (which includes cuda_fp16.h; kernels/common/
-         cuda_types.cuh includes both), and with the kit's kit.h: what every .cu file pays before its own code.
+         cuda_half_types.cuh includes both, for matmul; cuda_types.cuh, which every other kernel file includes, has
+         16-bit types of its own for this cost), and with the kit's kit.h: what every .cu file pays before its own code.
   link:  the default linker (GNU ld.bfd); gold, lld and mold where they are installed.
 Writes results/<date>-<machine>/edit_time.json and prints a table. ~2 min.
 Run: python scripts/experiment_edit_time.py

@@ -51,7 +51,7 @@
 
 #include <type_traits>
 
-#include "cuda_types.cuh"
+#include "cuda_half_types.cuh"
 #include "matmul.h"
 
 // What a product of T is accumulated in: float for float and the 16-bit types, double for double.

@@ -8,7 +8,7 @@
 
 #include <type_traits>
 
-#include "cuda_types.cuh"
+#include "cuda_half_types.cuh"
 #include "matmul.h"
 #include "matmul_ring.h"
 
