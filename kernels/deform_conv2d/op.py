@@ -48,19 +48,20 @@ def register(lib):
     torch.library.register_fake("labkit::deform_conv2d_backward", lib=lib)(_deform_conv2d_backward_fake)
 
 
-def _same_device_and_dtype(op, input, name, t):
+def _same_device_and_dtype(op, first, first_name, t, name):
+    """first and t on one device with one dtype, as the binding checks them (its messages)."""
     torch._check(
-        input.device == t.device,
+        first.device == t.device,
         lambda: (
-            f"{op}: input and {name} must be on the same device, but input is on {input.device} and {name} is on "
-            f"{t.device}"
+            f"{op}: {first_name} and {name} must be on the same device, but {first_name} is on {first.device} and "
+            f"{name} is on {t.device}"
         ),
     )
     torch._check_type(
-        input.dtype == t.dtype,
+        first.dtype == t.dtype,
         lambda: (
-            f"{op}: input and {name} must have the same dtype, but input is {_name(input.dtype)} and {name} is "
-            f"{_name(t.dtype)}"
+            f"{op}: {first_name} and {name} must have the same dtype, but {first_name} is {_name(first.dtype)} and "
+            f"{name} is {_name(t.dtype)}"
         ),
     )
 
@@ -81,12 +82,12 @@ def _check(op, input, offset, weight, bias, mask, stride_h, stride_w, pad_h, pad
             f"{_name(input.dtype)}"
         ),
     )
-    _same_device_and_dtype(op, input, "offset", offset)
-    _same_device_and_dtype(op, input, "weight", weight)
+    _same_device_and_dtype(op, input, "input", offset, "offset")
+    _same_device_and_dtype(op, input, "input", weight, "weight")
     if bias is not None:
-        _same_device_and_dtype(op, input, "bias", bias)
+        _same_device_and_dtype(op, input, "input", bias, "bias")
     if mask is not None:
-        _same_device_and_dtype(op, input, "mask", mask)
+        _same_device_and_dtype(op, input, "input", mask, "mask")
     _dims(op, "input", input, 4, "(N, C_in, H, W)")
     _dims(op, "weight", weight, 4, "(C_out, C_in / weight_groups, kernel_h, kernel_w)")
     _dims(op, "offset", offset, 4, "(N, 2 * offset_groups * kernel_h * kernel_w, out_h, out_w)")
@@ -185,20 +186,7 @@ def _deform_conv2d_fake(input, offset, weight, bias, mask, *args):
 def _deform_conv2d_backward_fake(grad_out, input, offset, weight, mask, *args):
     op = "deform_conv2d_backward"
     shape = _check(op, input, offset, weight, None, mask, *args)
-    torch._check(
-        grad_out.device == input.device,
-        lambda: (
-            f"{op}: grad_out and input must be on the same device, but grad_out is on {grad_out.device} and input is "
-            f"on {input.device}"
-        ),
-    )
-    torch._check_type(
-        grad_out.dtype == input.dtype,
-        lambda: (
-            f"{op}: grad_out and input must have the same dtype, but grad_out is {_name(grad_out.dtype)} and input "
-            f"is {_name(input.dtype)}"
-        ),
-    )
+    _same_device_and_dtype(op, grad_out, "grad_out", input, "input")
     torch._check_value(
         tuple(grad_out.shape) == tuple(shape),
         lambda: (
