@@ -44,9 +44,8 @@ HOPPER_VERSIONS = ["wgmma", "warpspec", "wide", "persistent", "tall"]
 # 1032, 4097), in the persistent kernels over more tiles than SMs, as many full tiles as an H200 has SMs (33 x 4 of
 # 128 x 256) included; the persistent 128 x 256 kernel's narrow tiles are two tile rows each, so an odd number of
 # tile rows leaves the last alone (127, 257, 2049, 893 rows, the last over more tiles than SMs), and through A's eight
-# residue maps a pair never spans two maps (1000, 2047 and 3071 rows: 1, 2 and 3 tile rows per map), C then stored
-# through eight maps of its own (CMaps), whose rows start at every offset within 16 bytes where N is odd (2047 x 4097);
-# and odd M, N, K over several waves and a K over several passes of the ring (both inputs unaligned)
+# residue maps a pair never spans two maps (1000, 2047 and 3071 rows: 1, 2 and 3 tile rows per map); and odd M, N, K
+# over several waves and a K over several passes of the ring (both inputs unaligned)
 HOPPER_SHAPES = [
     (1, 8, 8),
     (7, 64, 16),

@@ -313,8 +313,9 @@ __device__ __forceinline__ void store_partial(float* parts, const float* d, int6
     }
 }
 
-// The epilogue of versions 9-12 where TMA can write C (CMaps, below; not split-K): one warpgroup's 64 x kN block
-// leaves through shared memory, a 64 x 64 box at a time. Each thread writes its accumulators' pairs, rounded to T, into a box laid out as TMA's
+// The epilogue of versions 9-12 where TMA can write C (its rows a multiple of 16 bytes apart from a 16-byte
+// boundary, A read through one map, not split-K): one warpgroup's 64 x kN block leaves through shared memory, a
+// 64 x 64 box at a time. Each thread writes its accumulators' pairs, rounded to T, into a box laid out as TMA's
 // 128-byte swizzle lays it out (row r's 16-byte piece p at p ^ (r % 8): a warp's 32 four-byte stores of one piece
 // column land in 32 banks), then one thread hands the box to TMA, which stores it while the warpgroup goes on (to
 // the next box, then to the next tile's wgmmas), and writes nothing past C's edges, so no thread guards a column.
@@ -369,9 +370,9 @@ __device__ __forceinline__ void store_block_tma(const float* d, uint8_t* boxes, 
     }
 }
 
-// Where TMA cannot write C (CMaps: A read through one map and C's rows not a multiple of 8 elements apart; the
-// tile's rows are rows_apart apart), the same boxes, copied out by the warpgroup itself: each warp a row of the box
-// at a time, lane l its elements l and l + 32, each a 2-byte store (64 bytes of a row per warp
+// Where TMA cannot write C (rows an odd number of elements apart, a start off a 16-byte boundary, or the tile's rows
+// rows_apart = 8 apart, A read through its residue maps), the same boxes, copied out by the warpgroup itself: each
+// warp a row of the box at a time, lane l its elements l and l + 32, each a 2-byte store (64 bytes of a row per warp
 // store, wherever the row starts), guarded at C's edges. A box is written again two boxes later, after the
 // warpgroup's barrier of the box between, which every thread reaches only after copying its part of this one.
 template <typename T, int kN>
@@ -530,20 +531,6 @@ struct AMaps {
     int tiles_per_map;  // tiles of kM rows per map: C's tile rows are residues x tiles_per_map
 };
 
-// C's maps for the TMA stores of the epilogue (store_block_tma), one for each of A's maps: a block's 64-row block
-// holds rows `map` + residues x (row0 .. row0 + 63) of C, where `map` is its tile row's map of A and row0 its first
-// row in that map (AMaps), and map r of C holds the same rows: r, r + residues, ... of C, each from the 16-byte
-// boundary at or before the row's start, lag[r] elements before it (so a box is stored at column col0 + lag[r]), and
-// N + lag[r] elements wide, so that TMA writes nothing before a row's first column or past its last. Its rows are
-// residues x N elements apart, which TMA needs to be a multiple of 16 bytes: with eight residue maps, always; with one,
-// where N is a multiple of 8. Where it is not, by_tma is false and the consumers copy the boxes out themselves
-// (store_block_staged).
-struct CMaps {
-    CUtensorMap map[8];
-    int lag[8];
-    bool by_tma;
-};
-
 // Whether eight residue maps hold A's rows in as many tiles of kM rows as one map would (so the choice among the
 // versions, which counts tiles, holds for them too): 4095 rows are 8 x 4 tiles of 128 (rows of 512 or 511 per map),
 // where 200 rows would be 8 tiles of 25 rows instead of 2.
@@ -574,7 +561,7 @@ template <typename T, int kM, int kN, int kConsumers, bool kPersistent, typename
 __global__ void __launch_bounds__(WsShape<kM, kN, kConsumers, kPersistent>::kThreads, 1)
     matmul_wgmma_ws_kernel(const __grid_constant__ AMaps a_maps, const __grid_constant__ CUtensorMap map_b, T* c,
                            int64_t M, int64_t N, int64_t K, int* stuck, float* parts,
-                           const __grid_constant__ CMaps c_maps) {
+                           const __grid_constant__ CUtensorMap map_c, bool c_by_tma) {
 #ifndef LABKIT_SM90A
     __trap();
 #else
@@ -743,19 +730,17 @@ __global__ void __launch_bounds__(WsShape<kM, kN, kConsumers, kPersistent>::kThr
                         store_partial<kN>(part, d + h * kN / 2, row0, a_maps.residues, col0, M, N);
                     }
                 }
-            } else if (kTmaStore && c_maps.by_tma) {  // C's map `map` holds the rows of A's map `map` (CMaps)
-                const CUtensorMap* map_c = &c_maps.map[map];
-                const int64_t col = col0 + c_maps.lag[map];
+            } else if (kTmaStore && c_by_tma) {  // one map of A: row `first` of it is row `first` of C
                 if (narrow) {
 #pragma unroll
                     for (int h = 0; h < S::kNarrowHalves; h++)
-                        store_block_tma<T, kStrip>(narrow_d(h), boxes, stores, map_c, first + row_in_narrow + h * 64,
-                                                   col, group);
+                        store_block_tma<T, kStrip>(narrow_d(h), boxes, stores, &map_c, first + row_in_narrow + h * 64,
+                                                   col0, group);
                 } else {
 #pragma unroll
                     for (int h = 0; h < S::kHalves; h++)
-                        store_block_tma<T, kN>(d + h * kN / 2, boxes, stores, map_c, first + row_in_tile + h * 64, col,
-                                               group);
+                        store_block_tma<T, kN>(d + h * kN / 2, boxes, stores, &map_c, first + row_in_tile + h * 64,
+                                               col0, group);
                 }
             } else if (kTmaStore) {
                 if (narrow) {
@@ -787,7 +772,7 @@ __global__ void __launch_bounds__(WsShape<kM, kN, kConsumers, kPersistent>::kThr
                 }
             }
         }
-        if (kTmaStore && c_maps.by_tma && t % kWarpgroup == 0) bulk_wait();  // C is written before the block ends
+        if (kTmaStore && c_by_tma && t % kWarpgroup == 0) bulk_wait();  // C is written before the block ends
     }
 #endif
 }
@@ -853,20 +838,6 @@ bool make_a_maps(AMaps* maps, const T* a, int64_t M, int64_t K, int64_t lda, int
     return true;
 }
 
-// C's maps (CMaps) for A's `residues` maps, in boxes of 64 x 64; false where TMA cannot write C's rows.
-template <typename T>
-bool make_c_maps(CMaps* maps, T* c, int64_t M, int64_t N, int residues) {
-    if (residues * N % 8 != 0) return false;
-    for (int r = 0; r < residues; r++) {
-        const uintptr_t start = reinterpret_cast<uintptr_t>(c + r * N);
-        maps->lag[r] = int(start % 16) / 2;
-        if (!make_map(&maps->map[r], reinterpret_cast<const T*>(start - start % 16), (M - r + residues - 1) / residues,
-                      N + maps->lag[r], residues * N, 64))
-            return false;
-    }
-    return true;
-}
-
 // A kernel's dynamic shared memory past the default 48 KB needs asking for, once per kernel and device (a template
 // per kernel, so that each has a per_device table of its own), then the launch, checked.
 template <auto kKernel, typename... Args>
@@ -907,10 +878,13 @@ cudaError_t launch_ws(const AMaps& a_maps, const CUtensorMap& map_b, T* c, int64
     const TileWalk<kN, S::kNarrowTiles> walk(a_maps.residues, a_maps.tiles_per_map, N, 1);
     dim3 grid(unsigned(cdiv(N, kN)), unsigned(walk.tiles_m), unsigned(parts ? splits : 1));
     if (kPersistent) grid = dim3(unsigned(walk.tiles() < sm_count(device) ? walk.tiles() : sm_count(device)));
-    CMaps c_maps{};
-    if constexpr (Ring::kPolls == 0) c_maps.by_tma = !parts && make_c_maps(&c_maps, c, M, N, a_maps.residues);
+    // C through TMA where it can write C's rows (store_block_tma), in boxes of 64 x 64
+    CUtensorMap map_c{};
+    bool c_by_tma = false;
+    if constexpr (Ring::kPolls == 0)
+        c_by_tma = !parts && a_maps.residues == 1 && N % 8 == 0 && aligned16(c) && make_map(&map_c, c, M, N, N, 64);
     return launch<matmul_wgmma_ws_kernel<T, kM, kN, kConsumers, kPersistent, Ring>>(
-        S::kThreads, S::kSmem, grid, device, stream, a_maps, map_b, c, M, N, K, stuck, parts, c_maps);
+        S::kThreads, S::kSmem, grid, device, stream, a_maps, map_b, c, M, N, K, stuck, parts, map_c, c_by_tma);
 }
 
 // The same with one map of A's M rows (exercise 11's launcher).
