@@ -208,6 +208,7 @@ def test_gradients(device):
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_opcheck(device):
+    ops.matmul(*_ab(1, 1, 1, torch.float32, device))  # the loader defines torch.ops.labkit.matmul on first use
     for dtype, rg in [(torch.float32, False), (torch.float32, True), (torch.float64, True), (torch.bfloat16, False)]:
         a, b = _ab(7, 33, 5, dtype, device)
         torch.library.opcheck(torch.ops.labkit.matmul.default, (a.requires_grad_(rg), b.requires_grad_(rg)))
