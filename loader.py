@@ -231,6 +231,11 @@ class _Op:
             if self._failed and self._failed[0] == sig:
                 raise self._failed[1].again()
             self._load_python()
+        kit = owner if owner is not None else ops
+        for name in getattr(self._mod, "USES", ()):  # ops whose kernels this op's binding calls: loaded first
+            getattr(kit, name)  # (an Ops adds a folder made after it on first sight)
+            kit._ops[name].refresh()
+        with _lock:
             if sig == self._built:  # only another copy of the kit took over the op: take it back
                 self._load_library(self._so, rebuilt=False)
             else:

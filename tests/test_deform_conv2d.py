@@ -3,13 +3,19 @@ gradients (input, offset, mask, weight, bias) in float32 and float64 over stride
 kernels, weight groups and offset groups of 1 and 2, with and without a mask and a bias, offsets that carry samples
 off the map, and samples placed exactly on the map's edges and on whole pixels (where the offset's gradient jumps);
 float16 and bfloat16 against torchvision in float64 on the same values; a batch cut into chunks; gradcheck,
-opcheck, torch.compile, empty inputs, bad input (the fake kernels' messages too). The op has no CUDA kernel yet."""
+opcheck, torch.compile, empty inputs, bad input (the fake kernels' messages too). On the GPU (the `device` fixture:
+cpu, and cuda where there is one) the same against torchvision's CUDA kernels; there float16 and bfloat16 go through
+16-bit columns and the kit's tensor-core matmul (as torchvision's go through cuBLAS), so they are checked against
+float64 by their relative error, a few units of the dtype's rounding; and compute-sanitizer's memcheck and
+racecheck."""
 
 from dataclasses import dataclass
 
 import pytest
 import torch
+from conftest import assert_sanitizer_clean
 
+from kit import resources
 from loader import ops
 
 torchvision = pytest.importorskip("torchvision", reason="torchvision is the reference (requirements.txt)")
@@ -58,9 +64,9 @@ class Case:
         kh, kw = self.kernel
         return (self.hw[0] + 2 * ph - dh * (kh - 1) - 1) // sh + 1, (self.hw[1] + 2 * pw - dw * (kw - 1) - 1) // sw + 1
 
-    def tensors(self, dtype=torch.float64, seed=0):
-        """input, offset, weight, bias, mask (bias and mask None where the case has none), drawn in float64 and
-        rounded to dtype."""
+    def tensors(self, dtype=torch.float64, seed=0, device="cpu"):
+        """input, offset, weight, bias, mask (bias and mask None where the case has none), drawn in float64 on the
+        CPU, rounded to dtype, then moved to `device`."""
         g = torch.Generator().manual_seed(seed)
         kh, kw = self.kernel
         oh, ow = self.out_size()
@@ -68,7 +74,7 @@ class Case:
 
         def draw(*shape, scale=1.0, uniform=False):
             sample = torch.rand if uniform else torch.randn
-            return (sample(shape, generator=g, dtype=torch.float64) * scale).to(dtype)
+            return (sample(shape, generator=g, dtype=torch.float64) * scale).to(dtype).to(device)
 
         x = draw(self.n, self.c_in, *self.hw)
         offset = draw(self.n, 2 * taps, oh, ow, scale=self.reach)
@@ -158,10 +164,10 @@ def test_torch_compile_fullgraph_forward_and_backward():
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 @pytest.mark.parametrize("case", CASES, ids=repr)
-def test_forward_and_gradients_match_torchvision(case, dtype):
-    tensors = case.tensors(dtype, seed=1)
+def test_forward_and_gradients_match_torchvision(case, dtype, device):
+    tensors = case.tensors(dtype, seed=1, device=device)
     out, _ = ours_and_grads(tensors, case)  # the output's shape, for grad_out
-    grad_out = torch.randn(out.shape, dtype=torch.float64).to(dtype)
+    grad_out = torch.randn(out.shape, dtype=torch.float64).to(dtype).to(device)
     assert_all_close(ours_and_grads(tensors, case, grad_out), theirs_and_grads(tensors, case, grad_out), dtype)
 
 
@@ -176,7 +182,7 @@ def test_16_bit_against_torchvision_in_float64(case, dtype):
     assert_all_close(ours, theirs, dtype)
 
 
-def test_samples_on_the_edges_and_on_whole_pixels():
+def test_samples_on_the_edges_and_on_whole_pixels(device):
     """Samples exactly at -1 and H (outside: they read 0), just inside them, on whole pixels, and at half pixels. At
     a whole pixel the offset's gradient jumps; torchvision takes the slope on the side of the larger coordinate (at
     -1: the one inside), and so must we."""
@@ -192,7 +198,8 @@ def test_samples_on_the_edges_and_on_whole_pixels():
         tx = targets[torch.randint(len(targets), (oh, ow), generator=g)]
         offset[0, 2 * tap] = ty - grid_y
         offset[0, 2 * tap + 1] = tx - (grid_x + tap)
-    grad_out = torch.randn(1, 3, oh, ow, dtype=torch.float64, generator=g)
+    grad_out = torch.randn(1, 3, oh, ow, dtype=torch.float64, generator=g).to(device)
+    x, offset, weight, bias, mask = (t.to(device) for t in (x, offset, weight, bias, mask))
     tensors = (x, offset, weight, bias, mask)
     assert_all_close(ours_and_grads(tensors, case, grad_out), theirs_and_grads(tensors, case, grad_out), torch.float64)
     # and without a mask (DCNv1)
@@ -200,9 +207,9 @@ def test_samples_on_the_edges_and_on_whole_pixels():
     assert_all_close(ours_and_grads(tensors, case, grad_out), theirs_and_grads(tensors, case, grad_out), torch.float64)
 
 
-def test_all_samples_off_the_map_give_the_bias():
+def test_all_samples_off_the_map_give_the_bias(device):
     case = Case(2, 3, (4, 4), 2, (3, 3), padding=1)
-    x, offset, weight, bias, mask = case.tensors()
+    x, offset, weight, bias, mask = case.tensors(device=device)
     offset = torch.full_like(offset, 50.0)
     out, grads = ours_and_grads((x, offset, weight, bias, mask), case)
     torch.testing.assert_close(out, bias.view(1, 2, 1, 1).expand_as(out), rtol=0, atol=0)
@@ -210,12 +217,12 @@ def test_all_samples_off_the_map_give_the_bias():
         assert not grads[NAMES.index(name)].any(), name
 
 
-def test_a_nan_offset_gives_nan_where_it_samples():
+def test_a_nan_offset_gives_nan_where_it_samples(device):
     """A NaN position reads no pixel (torchvision casts it to an integer there, which is undefined) and is not taken
     for a 0 either: its output pixel is NaN in every channel, and so are its own offset and mask gradients and the
     weight gradients of its tap; the input gradient stays finite (the sample hands nothing back)."""
     case = CASES[0]
-    tensors = list(case.tensors(seed=8))
+    tensors = list(case.tensors(seed=8, device=device))
     tensors[1][1, 3, 2, 4] = float("nan")  # image 1, tap 1's dx, at output pixel (2, 4)
     out, (g_input, g_offset, g_weight, g_bias, g_mask) = ours_and_grads(tensors, case)
     expect = torch.zeros_like(out, dtype=torch.bool)
@@ -233,12 +240,12 @@ def test_a_nan_offset_gives_nan_where_it_samples():
     assert g_input.isfinite().all() and g_bias.isfinite().all()
 
 
-def test_a_batch_cut_into_chunks(monkeypatch):
+def test_a_batch_cut_into_chunks(monkeypatch, device):
     """The column buffer's cap (1 GiB) set to a few KiB: the batch of 5 then runs in chunks of 2, 2 and 1 images
     (each image's columns are 4 * 9 * 25 floats, 3.6 KB), with the same results as in one chunk."""
     case = Case(5, 4, (5, 5), 4, (3, 3), padding=1, offset_groups=2)
-    tensors = case.tensors(seed=4)
-    grad_out = torch.randn(5, 4, 5, 5, dtype=torch.float64)
+    tensors = case.tensors(seed=4, device=device)
+    grad_out = torch.randn(5, 4, 5, 5, dtype=torch.float64).to(device)
     whole = ours_and_grads(tensors, case, grad_out)
     monkeypatch.setenv("LABKIT_DEFORM_CONV2D_COLUMN_BYTES", str(2 * 4 * 9 * 25 * 8 + 100))
     chunked = ours_and_grads(tensors, case, grad_out)
@@ -251,11 +258,11 @@ def test_a_batch_cut_into_chunks(monkeypatch):
         ops.deform_conv2d(*tensors[:4], mask=tensors[4], padding=1)
 
 
-def test_views_and_expanded_gradients():
+def test_views_and_expanded_gradients(device):
     """A channels-last input, a strided offset and a transposed weight (copied to contiguous ones first), and a
     gradient that arrives as a stride-0 expansion (out.sum())."""
     case = CASES[0]
-    x, offset, weight, bias, mask = case.tensors(torch.float32, seed=5)
+    x, offset, weight, bias, mask = case.tensors(torch.float32, seed=5, device=device)
     views = (
         x.contiguous(memory_format=torch.channels_last),
         torch.stack([offset, -offset], dim=-1)[..., 0],
@@ -269,7 +276,7 @@ def test_views_and_expanded_gradients():
     )
 
 
-def test_gradcheck():
+def test_gradcheck(device):
     """All five gradients in float64 against finite differences. The offsets keep every sample off whole pixels, where
     the interpolation bends and a finite difference across the bend is not the slope."""
     case = Case(2, 2, (4, 5), 2, (2, 2), padding=1, offset_groups=2)
@@ -277,11 +284,12 @@ def test_gradcheck():
     g = torch.Generator().manual_seed(6)  # grid points are whole pixels: fractions in [0.1, 0.9] keep 0.1 away
     whole = torch.randint(-2, 3, offset.shape, generator=g).double()
     offset = whole + 0.1 + 0.8 * torch.rand(offset.shape, generator=g, dtype=torch.float64)
-    inputs = [t.clone().requires_grad_() for t in (x, offset, weight, bias, mask)]
+    inputs = [t.to(device).clone().requires_grad_() for t in (x, offset, weight, bias, mask)]
+    nondet = 1e-12 if device == "cuda" else 0.0  # the GPU's input gradient sums by atomics, in any order
     f = lambda *t: ops.deform_conv2d(t[0], t[1], t[2], t[3], padding=1, mask=t[4])  # noqa: E731
-    assert torch.autograd.gradcheck(f, inputs)
+    assert torch.autograd.gradcheck(f, inputs, nondet_tol=nondet)
     g = lambda *t: ops.deform_conv2d(t[0], t[1], t[2], padding=1)  # noqa: E731  DCNv1, no bias
-    assert torch.autograd.gradcheck(g, inputs[:3])
+    assert torch.autograd.gradcheck(g, inputs[:3], nondet_tol=nondet)
 
 
 def test_a_second_derivative_is_refused_by_name():
@@ -293,8 +301,8 @@ def test_a_second_derivative_is_refused_by_name():
         gx.sum().backward()
 
 
-def test_backward_runs_our_backward_op():
-    tensors = [t.clone().requires_grad_() for t in CASES[0].tensors(torch.float32)]
+def test_backward_runs_our_backward_op(device):
+    tensors = [t.clone().requires_grad_() for t in CASES[0].tensors(torch.float32, device=device)]
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
         ops.deform_conv2d(*tensors[:4], mask=tensors[4]).sum().backward()
     names = {e.name for e in prof.events()}
@@ -302,18 +310,18 @@ def test_backward_runs_our_backward_op():
     assert not any(name.startswith("torchvision::") for name in names)
 
 
-def test_opcheck():
+def test_opcheck(device):
     """The schemas, the fake kernels against the real ones (shapes, strides, dtypes), the Autograd registration and
     torch.compile's tracing of both ops, with and without mask and bias."""
     op, back = torch.ops.labkit.deform_conv2d.default, torch.ops.labkit.deform_conv2d_backward.default
     case = CASES[1]
-    x, offset, weight, bias, mask = CASES[0].tensors(torch.float32, seed=7)
+    x, offset, weight, bias, mask = CASES[0].tensors(torch.float32, seed=7, device=device)
     torch.library.opcheck(op, (x, offset, weight, bias, mask, 1, 1, 0, 0, 1, 1))
     grads = [t.clone().requires_grad_() for t in (x, offset, weight, bias, mask)]
     torch.library.opcheck(op, (*grads, 1, 1, 0, 0, 1, 1))
-    x2, offset2, weight2, _, _ = case.tensors(torch.bfloat16, seed=7)
+    x2, offset2, weight2, _, _ = case.tensors(torch.bfloat16, seed=7, device=device)
     torch.library.opcheck(op, (x2, offset2, weight2, None, None, 2, 1, 1, 2, 1, 2))
-    grad_out = torch.randn(2, 6, 5, 5)
+    grad_out = torch.randn(2, 6, 5, 5, device=device)
     torch.library.opcheck(back, (grad_out, x, offset, weight, mask, 1, 1, 0, 0, 1, 1))
     torch.library.opcheck(back, (grad_out, x, offset, weight, None, 1, 1, 0, 0, 1, 1))
 
@@ -322,17 +330,17 @@ def test_opcheck():
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16])
-def test_empty_batch_and_no_output_channels(dtype):
+def test_empty_batch_and_no_output_channels(dtype, device):
     """No images: an empty output of the right shape and zero (or empty) gradients, as torchvision gives. No output
     channels: an empty output, and zero gradients for input, offset and mask."""
     case = Case(0, 4, (5, 6), 6, (3, 3), padding=1, weight_groups=2, offset_groups=2)
-    tensors = case.tensors(dtype)
+    tensors = case.tensors(dtype, device=device)
     out, grads = ours_and_grads(tensors, case)
     assert out.shape == (0, 6, 5, 6) and out.dtype == dtype
     for name, grad, t in zip(NAMES, grads, tensors):
         assert grad.shape == t.shape and grad.dtype == dtype and not grad.any(), name
     case = Case(2, 4, (5, 6), 0, (3, 3), padding=1, weight_groups=2)
-    tensors = case.tensors(dtype)
+    tensors = case.tensors(dtype, device=device)
     out, grads = ours_and_grads(tensors, case)
     assert out.shape == (2, 0, 5, 6)
     for name, grad, t in zip(NAMES, grads, tensors):
@@ -437,9 +445,54 @@ def test_bad_backward_inputs():
         back(torch.ones(2, 6, 4, 4).double(), x, offset, weight, mask, 1, 1, 0, 0, 1, 1)
 
 
+# -- the GPU only ------------------------------------------------------------------------------------------------------
+
+# The relative error (over the whole tensor: the norm of the difference over the norm of the reference) that 16-bit
+# columns and a 16-bit matmul leave: each sample and each product rounded once or twice, independently, so about
+# the dtype's unit roundoff; 8 of them allow the sums' own rounding. A wrong tap, pixel or channel is off by ~100%.
+HALF_UNIT = {torch.float16: 2.0**-11, torch.bfloat16: 2.0**-8}
+
+
 @pytest.mark.cuda
-def test_no_cuda_kernel_yet():
-    """The GPU kernels (deform_conv2d.cu) are not written: CUDA tensors are refused by the dispatcher, by name."""
-    x, offset, weight, bias, mask = (t.cuda() for t in _good())
-    with pytest.raises(NotImplementedError, match="labkit::deform_conv2d.* 'CUDA' backend"):
-        ops.deform_conv2d(x, offset, weight, bias, mask=mask)
+@pytest.mark.parametrize("dtype", HALF_DTYPES)
+@pytest.mark.parametrize("case", [*CASES, Case(2, 32, (12, 11), 24, (3, 3), padding=1, offset_groups=4)], ids=repr)
+def test_gpu_16_bit_within_rounding_of_float64(case, dtype):
+    tensors = case.tensors(dtype, seed=2, device="cuda")
+    out, _ = ours_and_grads(tensors, case)
+    grad_out = torch.randn(out.shape, dtype=torch.float64).to(dtype).cuda()
+    (out, grads) = ours_and_grads(tensors, case, grad_out)
+    (ref, ref_grads) = theirs_and_grads(tensors, case, grad_out, dtype=torch.float64)
+    for name, a, b in [("output", out, ref), *zip(NAMES, grads, ref_grads)]:
+        if b is None:
+            assert a is None, name
+            continue
+        assert a.dtype == dtype and a.shape == b.shape and a.is_cuda, (name, a.dtype, a.shape)
+        error = float((a.double() - b).norm() / b.norm().clamp(min=1e-30))
+        assert error <= 8 * HALF_UNIT[dtype], f"{name}: relative error {error:.3g}"
+
+
+SANITIZE_CHILD = """
+import torch
+from loader import ops
+for dtype in (torch.float32, torch.float16):
+    for mask in (True, False):
+        x = torch.randn(2, 8, 9, 7, device="cuda", dtype=dtype, requires_grad=True)
+        offset = (3 * torch.randn(2, 2 * 2 * 9, 9, 7, device="cuda")).to(dtype).requires_grad_()
+        weight = torch.randn(6, 4, 3, 3, device="cuda", dtype=dtype, requires_grad=True)
+        m = torch.rand(2, 2 * 9, 9, 7, device="cuda", dtype=dtype, requires_grad=True) if mask else None
+        ops.deform_conv2d(x, offset, weight, None, padding=1, mask=m).sum().backward()
+torch.cuda.synchronize()
+print("deform-conv2d-child-done")
+"""
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(resources.tool("compute-sanitizer") is None, reason="no compute-sanitizer here")
+@pytest.mark.parametrize("check", ["memcheck", "racecheck"])
+def test_compute_sanitizer_finds_nothing(check):
+    """Two offset groups and two weight groups, samples far off the map (offsets of 3 pixels), with and without a
+    mask, float32 and float16 (the kit's matmul between the kernels), forward and backward."""
+    from loader import ops as built  # build in this process first: the child then only loads
+
+    built.deform_conv2d(*(t.cuda() for t in _good()[:3]))
+    assert_sanitizer_clean(check, SANITIZE_CHILD, "deform-conv2d-child-done")

@@ -1,5 +1,5 @@
 // deform_conv2d.cpp: the binding of deform_conv2d: checks the tensors and sizes, cuts the batch into chunks, calls
-// the torch-free sampling kernels of deform_conv2d_cpu.cpp between the matmuls, and registers it all as
+// the torch-free sampling kernels (deform_conv2d_cpu.cpp, deform_conv2d.cu) between the matmuls, and registers it all as
 // labkit::deform_conv2d and labkit::deform_conv2d_backward (schemas in op.py). The gradient is here too, in C++.
 //
 // One chunk of n images, forward (K = C_in / weight_groups * kh * kw, L = OH * OW):
@@ -12,12 +12,14 @@
 //   columns = im2col(input, offset, mask) again (not kept from the forward: that would hold the whole batch's)
 //   grad_weight += grad_out @ columns^T
 //   and grad_bias = grad_out summed over images and pixels.
-// The matmuls are ATen's (at::bmm, which on the CPU is a BLAS call): this file is the CPU half. On the GPU the
-// kit's own matmul (labkit::matmul, kernels/matmul) will take their place, with deform_conv2d.cu's three kernels;
-// the chunk loop and the checks stay as they are, and the kernels keep deform_conv2d.h's signatures.
+// On the CPU the sampling kernels are deform_conv2d_cpu.cpp's and the matmuls ATen's (at::bmm: a BLAS call); on the
+// GPU the kernels are deform_conv2d.cu's and the matmuls the kit's own (labkit::matmul, lesson 07: tensor cores)
+// in float16 and bfloat16, cuBLAS in float32 and float64 (group_matmul says why). The chunk loop and the checks
+// are the same for both.
 //
-// Dtypes: the four float types, one for every tensor. For float16 and bfloat16 the columns, the matmuls and the
-// gradients of input and weight are kept in float and rounded to the dtype once at the end.
+// Dtypes: the four float types, one for every tensor. The gradients of input and weight are summed in float for
+// float16 and bfloat16 and rounded to the dtype once at the end; the columns are float on the CPU and of the dtype on
+// the GPU (column_type).
 #include "binding.h"
 #include <algorithm>
 #include <cstdlib>
@@ -25,6 +27,7 @@
 #include <tuple>
 #include <vector>
 #include <ATen/ops/bmm.h>
+#include <ATen/ops/stack.h>
 #include <ATen/ops/sum.h>
 #include <ATen/ops/zeros.h>
 
@@ -115,6 +118,10 @@ static DeformConv2dShape check_inputs(const char* op, const at::Tensor& input, c
     TORCH_CHECK_VALUE(height + 2 * pad_h >= reach_h && width + 2 * pad_w >= reach_w, op,
                       ": the output would be empty: the padded input is ", height + 2 * pad_h, " x ", width + 2 * pad_w,
                       " but the dilated kernel spans ", reach_h, " x ", reach_w);
+    // the GPU kernels' grids walk a group's channels in slices of 8 along y (at most 65535 slices)
+    TORCH_CHECK_VALUE(!input.is_cuda() || in_channels / offset_groups <= int64_t(65535) * 8, op,
+                      ": on the GPU an offset group holds at most 524280 input channels, but has ",
+                      in_channels / offset_groups);
     const int64_t out_h = (height + 2 * pad_h - reach_h) / stride_h + 1;
     const int64_t out_w = (width + 2 * pad_w - reach_w) / stride_w + 1;
     TORCH_CHECK_VALUE(offset.size(0) == n && offset.size(2) == out_h && offset.size(3) == out_w, op,
@@ -163,16 +170,25 @@ static void check_grad_out(const at::Tensor& grad_out, const at::Tensor& input, 
 }
 
 // ----------------------------------------------------------------------------------------------
-// CPU
+// The computation, for both devices: the chunk loop, the kernels of the tensors' device and the matmuls.
 
-// What the columns, the matmuls and the summed gradients are kept in: double for float64, else float.
+// What the column buffer (and the gradient of the columns) holds. On the CPU: double for float64, else float (a
+// 16-bit column would round every sample before the matmul). On the GPU: the dtype itself, since for float16 and
+// bfloat16 the matmul is the kit's tensor-core one, which multiplies 16-bit matrices (as torchvision's cuBLAS
+// call does); each sample is rounded once, when stored.
 static at::ScalarType column_type(const at::Tensor& t) {
+    if (t.is_cuda()) return t.scalar_type();
+    return t.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
+}
+
+// What the gradients of input and weight are summed in: double for float64, else float (on both devices).
+static at::ScalarType sum_type(const at::Tensor& t) {
     return t.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
 }
 
 // Images per chunk: as many as keep the column buffer under the cap, at least one, at most the batch (>= 1).
 static int64_t chunk_images(const DeformConv2dShape& s, at::ScalarType columns) {
-    const int64_t bytes = columns == at::kDouble ? 8 : 4;
+    const int64_t bytes = int64_t(c10::elementSize(columns));
     const int64_t per_image = s.in_channels * s.kernel_h * s.kernel_w * s.out_height * s.out_width * bytes;
     const int64_t fit = per_image > 0 ? column_bytes_cap() / per_image : s.batch;
     return std::max<int64_t>(1, std::min(s.batch, fit));
@@ -187,48 +203,114 @@ static DeformConv2dShape part(DeformConv2dShape s, int64_t n) {
     return s;
 }
 
-static at::Tensor deform_conv2d_cpu_impl(const at::Tensor& input, const at::Tensor& offset, const at::Tensor& weight,
-                                         const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& mask,
-                                         int64_t stride_h, int64_t stride_w, int64_t pad_h, int64_t pad_w,
-                                         int64_t dilation_h, int64_t dilation_w) {
+// The three kernels on the device of `on`: deform_conv2d_cpu.cpp's or deform_conv2d.cu's (on the current stream
+// of the device the caller's guard made current, the launch checked).
+static void im2col(const at::Tensor& on, DType dtype, void* columns, const void* input, const void* offset,
+                   const void* mask, const DeformConv2dShape& s) {
+#ifdef LABKIT_WITH_CUDA
+    if (on.is_cuda()) {
+        check_launch("deform_conv2d_im2col",
+                     deform_conv2d_im2col_cuda(dtype, columns, input, offset, mask, s, current_stream()));
+        return;
+    }
+#endif
+    deform_conv2d_im2col_cpu(dtype, columns, input, offset, mask, s);
+}
+
+static void col2im(const at::Tensor& on, DType dtype, void* grad_input, const void* grad_columns, const void* offset,
+                   const void* mask, const DeformConv2dShape& s) {
+#ifdef LABKIT_WITH_CUDA
+    if (on.is_cuda()) {
+        check_launch("deform_conv2d_col2im",
+                     deform_conv2d_col2im_cuda(dtype, grad_input, grad_columns, offset, mask, s, current_stream()));
+        return;
+    }
+#endif
+    deform_conv2d_col2im_cpu(dtype, grad_input, grad_columns, offset, mask, s);
+}
+
+static void coord_grad(const at::Tensor& on, DType dtype, void* grad_offset, void* grad_mask, const void* grad_columns,
+                       const void* input, const void* offset, const void* mask, const DeformConv2dShape& s) {
+#ifdef LABKIT_WITH_CUDA
+    if (on.is_cuda()) {
+        check_launch("deform_conv2d_coord_grad",
+                     deform_conv2d_coord_grad_cuda(dtype, grad_offset, grad_mask, grad_columns, input, offset, mask, s,
+                                                   current_stream()));
+        return;
+    }
+#endif
+    deform_conv2d_coord_grad_cpu(dtype, grad_offset, grad_mask, grad_columns, input, offset, mask, s);
+}
+
+// labkit::matmul (kernels/matmul), called through the dispatcher: op.py's USES has the loader load it before this
+// op. Looked up on each call until found (then kept): the lookup is a hash-map search, nothing beside a matmul.
+static at::Tensor kit_matmul(const at::Tensor& a, const at::Tensor& b) {
+    using Signature = at::Tensor(const at::Tensor&, const at::Tensor&);
+    static std::optional<c10::TypedOperatorHandle<Signature>> op;
+    if (!op) {
+        const auto handle = c10::Dispatcher::singleton().findSchema({"labkit::matmul", ""});
+        TORCH_CHECK(handle.has_value() && handle->hasKernelForDispatchKey(c10::DispatchKey::CUDA),
+                    "deform_conv2d: on the GPU in float16 and bfloat16 the matmuls are labkit::matmul's, which is not "
+                    "loaded: use ops.deform_conv2d (its op.py's USES loads ops.matmul first), or call ops.matmul once");
+        op = handle->typed<Signature>();
+    }
+    return op->call(a, b);
+}
+
+// G matrix products at once: a (G, M, K) @ b (G, K, N) -> (G, M, N). On the GPU in 16 bits the kit's tensor-core
+// matmul (lesson 07), one group at a time; elsewhere ATen's batched matmul: BLAS on the CPU, cuBLAS in float32
+// and float64 on the GPU, where the kit has no tensor-core kernel (its float32 matmul runs at 0.84x cuBLAS on the
+// H200, 2026-12-01, and would carry that into the layer; TF32 would round the inputs, which torchvision's float32
+// does not).
+static at::Tensor group_matmul(const at::Tensor& a, const at::Tensor& b) {
+    const bool tensor_cores = a.is_cuda() && (a.scalar_type() == at::kHalf || a.scalar_type() == at::kBFloat16);
+    if (!tensor_cores) return a.bmm(b);
+    if (a.size(0) == 1) return kit_matmul(a[0], b[0]).unsqueeze(0);
+    std::vector<at::Tensor> products;
+    for (int64_t g = 0; g < a.size(0); g++) products.push_back(kit_matmul(a[g], b[g]));
+    return at::stack(products);
+}
+
+static at::Tensor deform_conv2d_impl(const at::Tensor& input, const at::Tensor& offset, const at::Tensor& weight,
+                                     const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& mask,
+                                     int64_t stride_h, int64_t stride_w, int64_t pad_h, int64_t pad_w,
+                                     int64_t dilation_h, int64_t dilation_w) {
     const DeformConv2dShape s = check_inputs("deform_conv2d", input, offset, weight, bias, mask, stride_h, stride_w,
                                              pad_h, pad_w, dilation_h, dilation_w);
     const DType dtype = kit_dtype("deform_conv2d", "input", input);
     at::Tensor out = at::empty({s.batch, s.out_channels, s.out_height, s.out_width}, input.options());
     if (out.numel() == 0) return out;
 
-    const at::ScalarType acc = column_type(input);
+    const at::ScalarType cols = column_type(input);
     const int64_t G = s.weight_groups, K = s.in_channels / G * s.kernel_h * s.kernel_w, L = s.out_height * s.out_width;
     const at::Tensor in = input.contiguous(), off = offset.contiguous();
     const at::Tensor msk = s.has_mask ? mask->contiguous() : at::Tensor();
-    const at::Tensor w = weight.to(acc).contiguous().view({G, s.out_channels / G, K});
-    const at::Tensor b = defined(bias) ? bias->to(acc).reshape({1, s.out_channels, 1}) : at::Tensor();
-    const int64_t chunk = chunk_images(s, acc);
-    const at::Tensor buffer = at::empty({G * K * chunk * L}, input.options().dtype(acc));
+    const at::Tensor w = weight.to(cols).contiguous().view({G, s.out_channels / G, K});
+    const at::Tensor b = defined(bias) ? bias->to(sum_type(input)).reshape({1, s.out_channels, 1}) : at::Tensor();
+    const int64_t chunk = chunk_images(s, cols);
+    const at::Tensor buffer = at::empty({G * K * chunk * L}, input.options().dtype(cols));
     for (int64_t b0 = 0; b0 < s.batch; b0 += chunk) {
         const int64_t n = std::min(chunk, s.batch - b0);
         at::Tensor columns = buffer.narrow(0, 0, G * K * n * L).view({G, K, n * L});
-        deform_conv2d_im2col_cpu(dtype, columns.data_ptr(), images(in, b0, n), images(off, b0, n), images(msk, b0, n),
-                                 part(s, n));
-        at::Tensor product = w.bmm(columns).view({s.out_channels, n, L}).permute({1, 0, 2});  // (n, C_out, L)
+        im2col(input, dtype, columns.data_ptr(), images(in, b0, n), images(off, b0, n), images(msk, b0, n), part(s, n));
+        at::Tensor product = group_matmul(w, columns).view({s.out_channels, n, L}).permute({1, 0, 2});  // (n, C_out, L)
         if (b.defined()) product = product.add(b);  // torchvision's order: the matmul, then the bias
-        out.narrow(0, b0, n).view({n, s.out_channels, L}).copy_(product);  // 16-bit: rounded here, once
+        out.narrow(0, b0, n).view({n, s.out_channels, L}).copy_(product);  // 16-bit: rounded here
     }
     return out;
 }
 
 using Gradients = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor>;
 
-static Gradients deform_conv2d_backward_cpu_impl(const at::Tensor& grad_out, const at::Tensor& input,
-                                                 const at::Tensor& offset, const at::Tensor& weight,
-                                                 const std::optional<at::Tensor>& mask, int64_t stride_h,
-                                                 int64_t stride_w, int64_t pad_h, int64_t pad_w, int64_t dilation_h,
-                                                 int64_t dilation_w) {
+static Gradients deform_conv2d_backward_impl(const at::Tensor& grad_out, const at::Tensor& input,
+                                             const at::Tensor& offset, const at::Tensor& weight,
+                                             const std::optional<at::Tensor>& mask, int64_t stride_h, int64_t stride_w,
+                                             int64_t pad_h, int64_t pad_w, int64_t dilation_h, int64_t dilation_w) {
     const DeformConv2dShape s = check_inputs("deform_conv2d_backward", input, offset, weight, std::nullopt, mask,
                                              stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w);
     check_grad_out(grad_out, input, s);
     const DType dtype = kit_dtype("deform_conv2d_backward", "input", input);
-    const at::ScalarType acc = column_type(input);
+    const at::ScalarType cols = column_type(input), acc = sum_type(input);
     const at::TensorOptions sums = input.options().dtype(acc);
     const int64_t G = s.weight_groups, K = s.in_channels / G * s.kernel_h * s.kernel_w, L = s.out_height * s.out_width;
     const int64_t out_per_group = s.out_channels / G;
@@ -243,10 +325,10 @@ static Gradients deform_conv2d_backward_cpu_impl(const at::Tensor& grad_out, con
     if (s.batch > 0) {
         const at::Tensor in = input.contiguous(), off = offset.contiguous();
         const at::Tensor msk = s.has_mask ? mask->contiguous() : at::Tensor();
-        const at::Tensor go_all = grad_out.to(acc).contiguous();
-        const at::Tensor w_t = weight.to(acc).contiguous().view({G, out_per_group, K}).transpose(1, 2);
-        const int64_t chunk = chunk_images(s, acc);
-        const at::Tensor buffer = at::empty({G * K * chunk * L}, sums);
+        const at::Tensor go_all = grad_out.to(cols).contiguous();
+        const at::Tensor w_t = weight.to(cols).contiguous().view({G, out_per_group, K}).transpose(1, 2);
+        const int64_t chunk = chunk_images(s, cols);
+        const at::Tensor buffer = at::empty({G * K * chunk * L}, input.options().dtype(cols));
         for (int64_t b0 = 0; b0 < s.batch; b0 += chunk) {
             const int64_t n = std::min(chunk, s.batch - b0);
             const DeformConv2dShape p = part(s, n);
@@ -256,15 +338,27 @@ static Gradients deform_conv2d_backward_cpu_impl(const at::Tensor& grad_out, con
                                       .permute({1, 0, 2})
                                       .reshape({G, out_per_group, n * L});
             at::Tensor columns = buffer.narrow(0, 0, G * K * n * L).view({G, K, n * L});
-            at::bmm_out(columns, w_t, go);  // grad_columns
-            deform_conv2d_coord_grad_cpu(dtype, images(grad_offset, b0, n),
-                                         s.has_mask ? images(grad_mask, b0, n) : nullptr, columns.data_ptr(),
-                                         images(in, b0, n), images(off, b0, n), images(msk, b0, n), p);
-            deform_conv2d_col2im_cpu(dtype, images(grad_input, b0, n), columns.data_ptr(), images(off, b0, n),
-                                     images(msk, b0, n), p);
-            deform_conv2d_im2col_cpu(dtype, columns.data_ptr(), images(in, b0, n), images(off, b0, n),
-                                     images(msk, b0, n), p);  // the buffer now holds the columns themselves
-            grad_weight.baddbmm_(go, columns.transpose(1, 2));
+            if (input.is_cuda()) {
+                const at::Tensor grad_columns = group_matmul(w_t, go).contiguous();
+                coord_grad(input, dtype, images(grad_offset, b0, n), s.has_mask ? images(grad_mask, b0, n) : nullptr,
+                           grad_columns.data_ptr(), images(in, b0, n), images(off, b0, n), images(msk, b0, n), p);
+                col2im(input, dtype, images(grad_input, b0, n), grad_columns.data_ptr(), images(off, b0, n),
+                       images(msk, b0, n), p);
+            } else {  // the CPU's grad_columns go into the buffer itself (the columns come after them)
+                at::bmm_out(columns, w_t, go);
+                coord_grad(input, dtype, images(grad_offset, b0, n), s.has_mask ? images(grad_mask, b0, n) : nullptr,
+                           columns.data_ptr(), images(in, b0, n), images(off, b0, n), images(msk, b0, n), p);
+                col2im(input, dtype, images(grad_input, b0, n), columns.data_ptr(), images(off, b0, n),
+                       images(msk, b0, n), p);
+            }
+            im2col(input, dtype, columns.data_ptr(), images(in, b0, n), images(off, b0, n), images(msk, b0, n),
+                   p);  // the buffer now holds the columns themselves
+            if (cols == acc) {
+                grad_weight.baddbmm_(go, columns.transpose(1, 2));
+            } else {  // 16-bit on the GPU: (columns @ go^T)^T, summed in float. grad_out @ columns^T would copy the
+                // columns transposed first (the kit's matmul reads rows): 151 MB at the detector's shape
+                grad_weight.add_(group_matmul(columns, go.transpose(1, 2)).transpose(1, 2));
+            }
         }
     }
     // 16-bit: rounded once; float32 and float64: no copy
@@ -273,9 +367,32 @@ static Gradients deform_conv2d_backward_cpu_impl(const at::Tensor& grad_out, con
 }
 
 TORCH_LIBRARY_IMPL(labkit, CPU, m) {
-    m.impl("deform_conv2d", &deform_conv2d_cpu_impl);
-    m.impl("deform_conv2d_backward", &deform_conv2d_backward_cpu_impl);
+    m.impl("deform_conv2d", &deform_conv2d_impl);
+    m.impl("deform_conv2d_backward", &deform_conv2d_backward_impl);
 }
+
+#ifdef LABKIT_WITH_CUDA
+// CUDA: the guard makes the input's GPU current; the kernels launch on its current stream.
+static at::Tensor deform_conv2d_cuda_impl(const at::Tensor& input, const at::Tensor& offset, const at::Tensor& weight,
+                                          const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& mask,
+                                          int64_t sh, int64_t sw, int64_t ph, int64_t pw, int64_t dh, int64_t dw) {
+    const c10::cuda::CUDAGuard guard(input.device());
+    return deform_conv2d_impl(input, offset, weight, bias, mask, sh, sw, ph, pw, dh, dw);
+}
+
+static Gradients deform_conv2d_backward_cuda_impl(const at::Tensor& grad_out, const at::Tensor& input,
+                                                  const at::Tensor& offset, const at::Tensor& weight,
+                                                  const std::optional<at::Tensor>& mask, int64_t sh, int64_t sw,
+                                                  int64_t ph, int64_t pw, int64_t dh, int64_t dw) {
+    const c10::cuda::CUDAGuard guard(input.device());
+    return deform_conv2d_backward_impl(grad_out, input, offset, weight, mask, sh, sw, ph, pw, dh, dw);
+}
+
+TORCH_LIBRARY_IMPL(labkit, CUDA, m) {
+    m.impl("deform_conv2d", &deform_conv2d_cuda_impl);
+    m.impl("deform_conv2d_backward", &deform_conv2d_backward_cuda_impl);
+}
+#endif  // LABKIT_WITH_CUDA
 
 // ----------------------------------------------------------------------------------------------
 // Autograd, for every device. The forward is linear in each of input, weight, bias and mask (the others held

@@ -1,7 +1,7 @@
 // deform_conv2d.h: the torch-free entry points of deform_conv2d, shared by the kernels and the binding
 // (deform_conv2d.cpp), and the arithmetic every device's kernels share: where a tap samples the input, the bilinear
-// value there, and its slope along y and x. Written once (KIT_HD), so the CPU kernels and the GPU kernels to come
-// compute the same numbers, in torchvision's order.
+// value there, and its slope along y and x. Written once (KIT_HD), so the CPU kernels and the GPU kernels compute
+// the same numbers, in torchvision's order.
 //
 // Deformable convolution (DCNv1, Dai et al. 2017; DCNv2 adds the mask, Zhu et al. 2018): a convolution whose every
 // tap (i, j) at every output pixel (oy, ox) reads the input not at the grid point
@@ -34,8 +34,9 @@ struct DeformConv2dShape {
 //   offset  (batch, offset_groups * kk * 2, OH, OW): channel (g * kk + k) * 2 is tap k's dy, + 1 its dx
 //   mask    (batch, offset_groups * kk, OH, OW):     channel g * kk + k is tap k's mask
 //   columns (C_in * kk, batch * L): row c * kk + k, column b * L + oy * OW + ox
-// columns (and grad_input in the backward) are float for the 16-bit dtypes: a 16-bit column would round every
-// sample before the matmul, and col2im sums many terms into each pixel. Otherwise they are of `dtype`.
+// grad_input (the backward's sum) is float for the 16-bit dtypes: col2im sums many terms into each pixel; else of
+// `dtype`. columns (and grad_columns) on the CPU: float for the 16-bit dtypes (a 16-bit column would round every
+// sample before the matmul), else of `dtype`; on the GPU: of `dtype`, always (the tensor cores' input).
 
 // columns, overwritten, from input, offset and mask (nullptr when !s.has_mask).
 void deform_conv2d_im2col_cpu(DType dtype, void* columns, const void* input, const void* offset, const void* mask,
@@ -52,9 +53,8 @@ void deform_conv2d_coord_grad_cpu(DType dtype, void* grad_offset, void* grad_mas
 
 #ifdef LABKIT_WITH_CUDA
 #include <cuda_runtime_api.h>
-// The same three on the GPU, for deform_conv2d.cu to define (it is not written yet; until it is, the binding
-// registers no CUDA kernel and the dispatcher refuses CUDA tensors by name). Launched on `stream`, returning the
-// launch's error (cudaSuccess if none). col2im's adds go to pixels that other samples share: atomics there.
+// The same three on the GPU (deform_conv2d.cu), columns and grad_columns of `dtype`. Launched on `stream`,
+// returning the launch's error (cudaSuccess if none). col2im's adds go to pixels that other samples share: atomics.
 cudaError_t deform_conv2d_im2col_cuda(DType dtype, void* columns, const void* input, const void* offset,
                                       const void* mask, const DeformConv2dShape& s, cudaStream_t stream);
 cudaError_t deform_conv2d_col2im_cuda(DType dtype, void* grad_input, const void* grad_columns, const void* offset,

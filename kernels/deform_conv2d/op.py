@@ -1,8 +1,9 @@
 """deform_conv2d: deformable convolution (DCNv1, and DCNv2 with a mask), as torchvision.ops.deform_conv2d computes it:
 a convolution whose taps read the input at learnt fractional offsets from the grid, by bilinear interpolation, each
 sample scaled by a learnt mask. The op's Python face: its schemas, how PyTorch's compiler sees it, and the friendly
-call `ops.deform_conv2d`. The sampling kernels are in deform_conv2d_cpu.cpp (CPU; the GPU's are to come);
-deform_conv2d.cpp binds them, does the matmuls, and holds the gradient, in C++.
+call `ops.deform_conv2d`. The sampling kernels are in deform_conv2d_cpu.cpp (CPU) and deform_conv2d.cu (GPU);
+deform_conv2d.cpp binds them, does the matmuls, and holds the gradient, in C++. On the GPU its 16-bit matmuls are
+the kit's own, labkit::matmul, called through the dispatcher: USES has the loader load ops.matmul first.
 
 The loader runs `register` once per process (a schema can be defined only once), and re-reads `deform_conv2d`
 whenever this file changes.
@@ -11,6 +12,8 @@ whenever this file changes.
 import torch
 
 labkit = torch.ops.labkit  # this kit's operators: the loader defines them from SCHEMAS as it loads this file
+
+USES = ["matmul"]  # ops whose kernels the binding calls (through the dispatcher): loaded before this one
 
 SCHEMAS = [
     # the groups are read off the shapes, as torchvision's Python call does: weight_groups = C_in / weight.shape[1],
@@ -152,6 +155,13 @@ def _check(op, input, offset, weight, bias, mask, stride_h, stride_w, pad_h, pad
         lambda: (
             f"{op}: the output would be empty: the padded input is {height + 2 * pad_h} x {width + 2 * pad_w} but the "
             f"dilated kernel spans {reach_h} x {reach_w}"
+        ),
+    )
+    torch._check_value(
+        input.device.type != "cuda" or in_channels // offset_groups <= 65535 * 8,
+        lambda: (
+            f"{op}: on the GPU an offset group holds at most 524280 input channels, but has "
+            f"{in_channels // offset_groups}"
         ),
     )
     out_h = (height + 2 * pad_h - reach_h) // stride_h + 1
