@@ -474,6 +474,115 @@ MUTANTS = [
         "many boxes over one region on cuda",
         "cuda",
     ),  # a plain += on the GPU: adds lost where threads collide (the CPU runs them one after another)
+    # exercise 14: deformable convolution's tap, where it samples and what it reads there
+    (
+        "ex14_deform_sample",
+        "ex14_deform_sample/ex14_deform_sample.h",
+        "const T fy = floor(y), fx = floor(x);",
+        "const T fy = T(int64_t(y)), fx = T(int64_t(x));",
+        "samples at awkward points",
+        None,
+    ),  # truncation toward zero: -0.5 lands in row 0's cell, with a negative ly
+    (
+        "ex14_deform_sample",
+        "ex14_deform_sample/ex14_deform_sample.h",
+        "return m * (",
+        "return (",
+        "samples at awkward points",
+        None,
+    ),  # the mask forgotten
+    (
+        "ex14_deform_sample",
+        "ex14_deform_sample/ex14_deform_sample.h",
+        "i * s.dilation_h) + dy;  // the grid point, a whole pixel, moved\n"
+        "    const T x = T(ox * s.stride_w - s.pad_w + j * s.dilation_w) + dx;",
+        "i * s.dilation_h) + dx;  // the grid point, a whole pixel, moved\n"
+        "    const T x = T(ox * s.stride_w - s.pad_w + j * s.dilation_w) + dy;",
+        "samples at awkward points",
+        None,
+    ),  # dy and dx swapped
+    (
+        "ex14_deform_sample",
+        "ex14_deform_sample/ex14_deform_sample.h",
+        "if (y <= T(-1) || y >= T(H) || x <= T(-1) || x >= T(W)) return T(0);",
+        "if (y < T(0) || y > T(H - 1) || x < T(0) || x > T(W - 1)) return T(0);",
+        "samples at awkward points",
+        None,
+    ),  # only samples between the first and last pixels read anything: those between -1 and 0 (and in the last
+    # row) lose the pixels they reach
+    (
+        "ex14_deform_sample",
+        "ex14_deform_sample/ex14_deform_sample.h",
+        "y1 < H && x0 >= 0 ?",
+        "y1 <= H && x0 >= 0 ?",
+        "reads nothing outside the map",
+        None,
+    ),  # off by one: the last row's row y0 + 1 = H is read, past the map
+    (
+        "ex14_deform_sample",
+        "ex14_deform_sample/ex14_deform_sample.h",
+        "oy * s.stride_h - s.pad_h + i * s.dilation_h",
+        "oy * s.dilation_h - s.pad_h + i * s.stride_h",
+        "each tap samples where it should",
+        None,
+    ),  # the stride and the dilation swapped (along y): right for a 1 x 1 kernel of stride 1, wrong elsewhere
+    (
+        "ex14_deform_sample",
+        "ex14_deform_sample/ex14_deform_sample.h",
+        "ox * s.stride_w - s.pad_w",
+        "ox * s.stride_w + s.pad_w",
+        "each tap samples where it should",
+        None,
+    ),  # the padding added instead of subtracted (along x)
+    # exercise 15: the slopes of the bilinear value, the offsets' gradient
+    (
+        "ex15_deform_offset_grad",
+        "ex15_deform_offset_grad/ex15_deform_offset_grad.h",
+        "if (y < T(-1) ||",
+        "if (y <= T(-1) ||",
+        "slopes at awkward points",
+        None,
+    ),  # the value's test, y <= -1: a sample exactly at y = -1 still reaches row 0, and has a slope
+    (
+        "ex15_deform_offset_grad",
+        "ex15_deform_offset_grad/ex15_deform_offset_grad.h",
+        "const T fy = floor(y), fx = floor(x);",
+        "const T fy = ceil(y) - T(1), fx = ceil(x) - T(1);",
+        "slopes at awkward points",
+        None,
+    ),  # the slope on the wrong side at whole pixels: right between pixels, wrong on them
+    (
+        "ex15_deform_offset_grad",
+        "ex15_deform_offset_grad/ex15_deform_offset_grad.h",
+        "const T fy = floor(y), fx = floor(x);",
+        "const T fy = T(int64_t(y)), fx = T(int64_t(x));",
+        "slopes at awkward points",
+        None,
+    ),  # truncation toward zero: between -1 and 0, the slope of rows 0 and 1
+    (
+        "ex15_deform_offset_grad",
+        "ex15_deform_offset_grad/ex15_deform_offset_grad.h",
+        "return {dy, dx};",
+        "return {dx, dy};",
+        "slopes at awkward points",
+        None,
+    ),  # dy and dx swapped
+    (
+        "ex15_deform_offset_grad",
+        "ex15_deform_offset_grad/ex15_deform_offset_grad.h",
+        "const T dy = lx * (v11 - v01) + (T(1) - lx) * (v10 - v00);",
+        "const T dy = lx * (v10 - v00) + (T(1) - lx) * (v11 - v01);",
+        "slopes at awkward points",
+        None,
+    ),  # the columns' weights swapped in dy
+    (
+        "ex15_deform_offset_grad",
+        "ex15_deform_offset_grad/ex15_deform_offset_grad.h",
+        "const T v10 = pixel(plane, H, W, y0 + 1, x0), v11 = pixel(plane, H, W, y0 + 1, x0 + 1);",
+        "const T v10 = plane[(y0 + 1) * W + x0], v11 = plane[(y0 + 1) * W + x0 + 1];",
+        "reads nothing outside the map",
+        None,
+    ),  # the lower row read without pixel(): row H in the last row, past the map
 ]
 
 
@@ -536,6 +645,42 @@ HINTED = [
         "x[i] > T(0) ? grad_out[i]",
         "x[i] >= T(0) ? grad_out[i]",
         "x == 0",
+    ),
+    (
+        "ex14_deform_sample",
+        "ex14_deform_sample/ex14_deform_sample.h",
+        "const T fy = floor(y), fx = floor(x);",
+        "const T fy = T(int64_t(y)), fx = T(int64_t(x));",
+        "floor(y), not int64_t(y)",
+    ),
+    ("ex14_deform_sample", "ex14_deform_sample/ex14_deform_sample.h", "return m * (", "return (", "mask is left out"),
+    (
+        "ex14_deform_sample",
+        "ex14_deform_sample/ex14_deform_sample.h",
+        "oy * s.stride_h - s.pad_h + i * s.dilation_h",
+        "oy * s.dilation_h - s.pad_h + i * s.stride_h",
+        "the stride and the dilation are swapped",
+    ),
+    (
+        "ex15_deform_offset_grad",
+        "ex15_deform_offset_grad/ex15_deform_offset_grad.h",
+        "if (y < T(-1) ||",
+        "if (y <= T(-1) ||",
+        "still reaches row 0",
+    ),
+    (
+        "ex15_deform_offset_grad",
+        "ex15_deform_offset_grad/ex15_deform_offset_grad.h",
+        "const T fy = floor(y), fx = floor(x);",
+        "const T fy = ceil(y) - T(1), fx = ceil(x) - T(1);",
+        "the side of the larger coordinate",
+    ),
+    (
+        "ex15_deform_offset_grad",
+        "ex15_deform_offset_grad/ex15_deform_offset_grad.h",
+        "const T dy = lx * (v11 - v01) + (T(1) - lx) * (v10 - v00);",
+        "const T dy = lx * (v10 - v00) + (T(1) - lx) * (v11 - v01);",
+        "the weights are swapped",
     ),
 ]
 
