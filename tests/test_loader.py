@@ -481,3 +481,20 @@ def test_a_compile_error_shows_in_ipython_without_the_loaders_frames(capsys):
     out = capsys.readouterr().out
     assert "add2_cpu.cpp:10: error: 'oops' was not declared" in out and "+ oops);" in out
     assert "Traceback" not in out and "loader.py" not in out and "test_loader.py" not in out, out
+
+
+def test_an_op_loads_the_ops_its_binding_uses_first():
+    """deform_conv2d's op.py names USES = ["matmul"] (on the GPU its binding calls labkit::matmul through the
+    dispatcher): its first call in a fresh process loads matmul before it, though nothing there called ops.matmul."""
+    code = textwrap.dedent(
+        """
+        import torch
+        from loader import ops
+        assert not hasattr(torch.ops.labkit, "matmul")
+        ops.deform_conv2d(torch.randn(1, 2, 4, 4), torch.zeros(1, 18, 4, 4), torch.randn(3, 2, 3, 3), padding=1)
+        print(torch.ops.labkit.matmul.default(torch.ones(2, 3), torch.ones(3, 1)).tolist())
+        """
+    )
+    r = run_python(code)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "[[3.0], [3.0]]" in r.stdout, r.stdout[-2000:]
