@@ -136,8 +136,9 @@ def assert_all_close(ours, theirs, dtype):
 # -- first use: torch.compile builds the op while it traces ---------------------------------------------------------
 
 
-def test_torch_compile_fullgraph_forward_and_backward():
-    """Before any other call of the op in this file: the loader builds it while torch.compile traces the call."""
+def test_torch_compile_fullgraph_forward_and_backward(device):
+    """Before any other call of the op in this file (on the CPU, the first parameter): the loader builds it while
+    torch.compile traces the call."""
     torch._dynamo.reset()
     case = CASES[0]
 
@@ -145,7 +146,7 @@ def test_torch_compile_fullgraph_forward_and_backward():
     def f(x, offset, weight, bias, mask):
         return ops.deform_conv2d(x * 2, offset, weight, bias, stride=1, mask=mask).sum()
 
-    tensors = [t.float() for t in case.tensors()]
+    tensors = [t.float() for t in case.tensors(device=device)]
     leaves = [t.clone().requires_grad_() for t in tensors]
     out = f(*leaves)
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
