@@ -243,18 +243,17 @@ static void coord_grad(const at::Tensor& on, DType dtype, void* grad_offset, voi
 }
 
 // labkit::matmul (kernels/matmul), called through the dispatcher: op.py's USES has the loader load it before this
-// op. Looked up on each call until found (then kept): the lookup is a hash-map search, nothing beside a matmul.
+// op. Looked up once (a hash-map search); a lookup that throws leaves the static unset, so a later call asks again.
 static at::Tensor kit_matmul(const at::Tensor& a, const at::Tensor& b) {
     using Signature = at::Tensor(const at::Tensor&, const at::Tensor&);
-    static std::optional<c10::TypedOperatorHandle<Signature>> op;
-    if (!op) {
+    static const auto op = [] {
         const auto handle = c10::Dispatcher::singleton().findSchema({"labkit::matmul", ""});
         TORCH_CHECK(handle.has_value() && handle->hasKernelForDispatchKey(c10::DispatchKey::CUDA),
                     "deform_conv2d: on the GPU in float16 and bfloat16 the matmuls are labkit::matmul's, which is not "
                     "loaded: use ops.deform_conv2d (its op.py's USES loads ops.matmul first), or call ops.matmul once");
-        op = handle->typed<Signature>();
-    }
-    return op->call(a, b);
+        return handle->typed<Signature>();
+    }();
+    return op.call(a, b);
 }
 
 // G matrix products at once: a (G, M, K) @ b (G, K, N) -> (G, M, N). On the GPU in 16 bits the kit's tensor-core
