@@ -71,18 +71,10 @@ __device__ __forceinline__ DeformSample<A> tap_sample(const T* offset, const T* 
     return deform_sample(y, x, s.height, s.width);
 }
 
-// The four pixels of a sample in one channel plane (H x W), 0 where off the map.
+// The four pixels of a sample in one channel plane (deform_conv2d.h), read with cuda_types.cuh's ld.
 template <typename T, typename A>
 __device__ __forceinline__ Corners<A> corners(const T* plane, const DeformSample<A>& at, int64_t width) {
-    Corners<A> v{A(0), A(0), A(0), A(0)};
-    if (!at.reaches) return v;
-    const T* row0 = plane + at.y0 * width;
-    const T* row1 = row0 + width;
-    if (at.top && at.left) v.top_left = ld(row0[at.x0]);
-    if (at.top && at.right) v.top_right = ld(row0[at.x0 + 1]);
-    if (at.bottom && at.left) v.bottom_left = ld(row1[at.x0]);
-    if (at.bottom && at.right) v.bottom_right = ld(row1[at.x0 + 1]);
-    return v;
+    return sample_corners(plane, at, width, [](T v) { return ld(v); });
 }
 
 // ----------------------------------------------------------------------------------------------

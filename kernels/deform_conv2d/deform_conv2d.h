@@ -116,11 +116,26 @@ KIT_HD inline DeformSample<A> deform_sample(A y, A x, int64_t height, int64_t wi
     return s;
 }
 
-// The four pixels' values, loaded by each device's kernel with its own loads (0 for a pixel off the map).
+// The four pixels' values (0 for a pixel off the map).
 template <typename A>
 struct Corners {
     A top_left, top_right, bottom_left, bottom_right;
 };
+
+// The four pixels of a sample in one channel plane (H x W, row-major), 0 where off the map. `load` widens an element
+// to A: each device's own (cpu_half.h's load on the CPU, cuda_types.cuh's ld on the GPU).
+template <typename A, typename T, typename Load>
+KIT_HD inline Corners<A> sample_corners(const T* plane, const DeformSample<A>& s, int64_t width, Load load) {
+    Corners<A> v{A(0), A(0), A(0), A(0)};
+    if (!s.reaches) return v;
+    const T* row0 = plane + s.y0 * width;
+    const T* row1 = row0 + width;
+    if (s.top && s.left) v.top_left = A(load(row0[s.x0]));
+    if (s.top && s.right) v.top_right = A(load(row0[s.x0 + 1]));
+    if (s.bottom && s.left) v.bottom_left = A(load(row1[s.x0]));
+    if (s.bottom && s.right) v.bottom_right = A(load(row1[s.x0 + 1]));
+    return v;
+}
 
 // The bilinear value: each pixel weighted by how near the sample is to it along both axes. 0 unless `inside`.
 template <typename A>

@@ -59,18 +59,10 @@ static void tap_table(std::vector<Tap<A>>& taps, const T* offset, const T* mask,
     }
 }
 
-// The four pixels of a sample in one channel plane (H x W), 0 where off the map.
+// The four pixels of a sample in one channel plane (deform_conv2d.h), read with cpu_half.h's load.
 template <typename T, typename A>
 static Corners<A> corners(const T* plane, const DeformSample<A>& t, int64_t width) {
-    Corners<A> v{A(0), A(0), A(0), A(0)};
-    if (!t.reaches) return v;
-    const T* row0 = plane + t.y0 * width;
-    const T* row1 = row0 + width;
-    if (t.top && t.left) v.top_left = load(row0[t.x0]);
-    if (t.top && t.right) v.top_right = load(row0[t.x0 + 1]);
-    if (t.bottom && t.left) v.bottom_left = load(row1[t.x0]);
-    if (t.bottom && t.right) v.bottom_right = load(row1[t.x0 + 1]);
-    return v;
+    return sample_corners(plane, t, width, [](T v) { return load(v); });
 }
 
 // The (image, offset group, tap) triples of a call, and for each the input channels of the group: what all three
