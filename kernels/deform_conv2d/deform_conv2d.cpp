@@ -337,19 +337,14 @@ static Gradients deform_conv2d_backward_impl(const at::Tensor& grad_out, const a
                                       .permute({1, 0, 2})
                                       .reshape({G, out_per_group, n * L});
             at::Tensor columns = buffer.narrow(0, 0, G * K * n * L).view({G, K, n * L});
-            if (input.is_cuda()) {
-                const at::Tensor grad_columns = group_matmul(w_t, go).contiguous();
-                coord_grad(input, dtype, images(grad_offset, b0, n), s.has_mask ? images(grad_mask, b0, n) : nullptr,
-                           grad_columns.data_ptr(), images(in, b0, n), images(off, b0, n), images(msk, b0, n), p);
-                col2im(input, dtype, images(grad_input, b0, n), grad_columns.data_ptr(), images(off, b0, n),
-                       images(msk, b0, n), p);
-            } else {  // the CPU's grad_columns go into the buffer itself (the columns come after them)
-                at::bmm_out(columns, w_t, go);
-                coord_grad(input, dtype, images(grad_offset, b0, n), s.has_mask ? images(grad_mask, b0, n) : nullptr,
-                           columns.data_ptr(), images(in, b0, n), images(off, b0, n), images(msk, b0, n), p);
-                col2im(input, dtype, images(grad_input, b0, n), columns.data_ptr(), images(off, b0, n),
-                       images(msk, b0, n), p);
-            }
+            // the gradient of the columns: into the buffer on the CPU (the columns come after them there), a tensor
+            // of its own from the GPU's matmul
+            const at::Tensor grad_columns = input.is_cuda() ? group_matmul(w_t, go).contiguous()
+                                                            : at::bmm_out(columns, w_t, go);
+            coord_grad(input, dtype, images(grad_offset, b0, n), s.has_mask ? images(grad_mask, b0, n) : nullptr,
+                       grad_columns.data_ptr(), images(in, b0, n), images(off, b0, n), images(msk, b0, n), p);
+            col2im(input, dtype, images(grad_input, b0, n), grad_columns.data_ptr(), images(off, b0, n),
+                   images(msk, b0, n), p);
             im2col(input, dtype, columns.data_ptr(), images(in, b0, n), images(off, b0, n), images(msk, b0, n),
                    p);  // the buffer now holds the columns themselves
             if (cols == acc) {
