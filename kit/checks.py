@@ -117,6 +117,16 @@ def padded(n, device, fill=float("nan"), dtype=torch.float32):
     return big[:n], big
 
 
+def amid_nan(t):
+    """t copied into the middle of a buffer with PAD elements of NaN on each side: contiguous, and a kernel that reads
+    a little before or past it (a row off the map) reads NaN instead of memory it may not touch, which on a GPU would
+    end the process's CUDA context with an illegal address."""
+    buf = torch.full((PAD + t.numel() + PAD,), float("nan"), device=t.device, dtype=t.dtype)
+    view = buf[PAD : PAD + t.numel()].view(t.shape)
+    view.copy_(t)
+    return view
+
+
 def first_mismatch(expected, actual):
     """(index, expected, actual) of the first element that differs (NaN counts as different), or None."""
     bad = ~torch.isclose(actual, expected, rtol=1e-6, atol=1e-6, equal_nan=False)

@@ -32,7 +32,7 @@ import math
 
 import torch
 
-from kit.checks import PAD, begin, devices
+from kit.checks import PAD, amid_nan, begin, devices
 
 NUMBER = 14  # its place in the lessons
 EDIT = "exercises/ex14_deform_sample/ex14_deform_sample.h"  # the file to edit
@@ -321,7 +321,8 @@ CASES = [  # N, C, H, W, kernel, stride, padding, dilation, offset groups
 
 
 def random_case(i, dtype, dev):
-    """Case i's input, offset and mask: offsets of a few pixels, 30% of them whole pixels, 5% far off the map."""
+    """Case i's input, offset and mask: offsets of a few pixels, 30% of them whole pixels, 5% far off the map. The input
+    lies amid NaN, so a read a row off the map shows as NaN rather than ending the GPU's context."""
     n, c, h, w, (kh, kw), (sh, sw), (ph, pw), (dh, dw), groups = CASES[i]
     oh, ow = (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1, (w + 2 * pw - dw * (kw - 1) - 1) // sw + 1
     g = torch.Generator().manual_seed(1400 + i)
@@ -332,7 +333,7 @@ def random_case(i, dtype, dev):
     far = torch.rand(offset.shape, generator=g) < 0.05
     offset[far] *= 30
     mask = torch.rand(n, groups * kh * kw, oh, ow, generator=g, dtype=torch.float64) * 1.5
-    return (t.to(dev, dtype) for t in (x, offset, mask))
+    return amid_nan(x.to(dev, dtype)), offset.to(dev, dtype), mask.to(dev, dtype)
 
 
 def columns_by_torchvision(torchvision, x, offset, mask, kernel, stride, padding, dilation):

@@ -31,7 +31,7 @@ import math
 
 import torch
 
-from kit.checks import PAD, begin, devices
+from kit.checks import PAD, amid_nan, begin, devices
 
 NUMBER = 15  # its place in the lessons
 EDIT = "exercises/ex15_deform_offset_grad/ex15_deform_offset_grad.h"  # the file to edit
@@ -244,7 +244,8 @@ CASES = [  # N, C, H, W, kernel, stride, padding, dilation, offset groups
 
 def random_case(i, dtype, dev):
     """Case i's input, offset, mask and the gradient of its output: offsets of a few pixels, 30% of them whole pixels
-    (which put samples exactly at -1, on the last row, at H), 5% far off the map."""
+    (which put samples exactly at -1, on the last row, at H), 5% far off the map. The input lies amid NaN, so a read a
+    row off the map shows as NaN rather than ending the GPU's context."""
     n, c, h, w, (kh, kw), (sh, sw), (ph, pw), (dh, dw), groups = CASES[i]
     oh, ow = (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1, (w + 2 * pw - dw * (kw - 1) - 1) // sw + 1
     g = torch.Generator().manual_seed(1500 + i)
@@ -256,7 +257,7 @@ def random_case(i, dtype, dev):
     offset[far] *= 30
     mask = torch.rand(n, groups * kh * kw, oh, ow, generator=g, dtype=torch.float64) * 1.5
     grad_out = torch.randn(n, c * kh * kw, oh, ow, generator=g, dtype=torch.float64)
-    return (t.to(dev, dtype) for t in (x, offset, mask, grad_out))
+    return amid_nan(x.to(dev, dtype)), offset.to(dev, dtype), mask.to(dev, dtype), grad_out.to(dev, dtype)
 
 
 def torchvision_offset_grad(torchvision, x, offset, mask, grad_out, kernel, stride, padding, dilation):
