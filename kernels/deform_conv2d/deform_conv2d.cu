@@ -27,6 +27,12 @@
 // cores: TF32 would round the inputs, and torchvision's float32 does not). coord_grad reads the columns' gradient
 // once (151 MB) and the input's pixels 4 times per sample, 295 K threads of 256 channels each.
 //
+// Why two kernels and not one fused (the samples straight into the matmul's tiles, the columns never in memory):
+// scripts/experiment_deform_fused.cu is such a kernel, and it took 968 us where im2col then the matmul take 411 us
+// (float16, one offset group, an H200: results/2026-12-05-nvidia-h200/deform-fused.json). The layer is bound by its
+// gather, and fused, fewer threads gather at once (the accumulators hold the registers) and every tile of pixels
+// reads all the weights again; notebook 09 draws it.
+//
 // Types: T the storage type; A = float (double for double) what a sample is computed in. columns and grad_columns
 // are of T on the GPU (16-bit: the tensor cores' input; each sample is rounded once, as torchvision's are), the
 // input's gradient is summed in A (atomics on float: a 16-bit sum of hundreds of adds would lose them), and
