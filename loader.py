@@ -302,8 +302,14 @@ class _Op:
         the device code is the same at any -O), so it gets -O0, and --threads 0, which runs nvcc's two preprocessors
         at once (its device steps run beside its host steps through building/parallel_nvcc.py). And -std=c++17: a
         kernel file includes no torch header, so it need not take the C++20 that newer torch asks for its own
-        headers; C++17's standard library is lighter to parse twice (cudafe++ and the host compile). Each choice
-        shortens an edit's rebuild: scripts/experiment_edit_time.py measures them (results/*/edit_time.json). An op.py with ARCH_SPECIFIC = True also gets the targets of
+        headers; C++17's standard library is lighter to parse twice (cudafe++ and the host compile). And
+        -D_GLIBCXX_BITS_SPECFUN_H: in C++17 libstdc++'s <cmath>, which every .cu file gets through cuda_runtime.h,
+        includes the special functions (std::riemann_zeta ...: templates that cudafe++, cicc and the host compile
+        each parse, and with them <algorithm>'s core and <limits>); their include guard, defined first, leaves them out
+        (a third of nvcc's time on a small kernel file), so a kernel file includes <algorithm> for std::min and
+        std::max, and <limits>, itself, as it would under C++14 or libc++ (building/compile_errors.py says so where
+        one is missing). Each choice shortens an edit's rebuild: scripts/experiment_edit_time.py measures them
+        (results/*/edit_time.json). An op.py with ARCH_SPECIFIC = True also gets the targets of
         building.environment.arch_specific_targets (sm_90a for a Hopper GPU where TORCH_CUDA_ARCH_LIST is unset)."""
         own = list(getattr(self._mod, "CUDA_FLAGS" if nvcc else "CXX_FLAGS", []) if self._mod else [])
         if nvcc and cuda and getattr(self._mod, "ARCH_SPECIFIC", False):
@@ -312,7 +318,7 @@ class _Op:
         if not nvcc:
             return ["-O3"] + switch + own
         std = [] if any(f.startswith("-std=") for f in own) else ["-std=c++17"]  # an op's own -std= wins
-        return ["-O0", "--threads", "0"] + std + switch + own
+        return ["-O0", "--threads", "0"] + std + ["-D_GLIBCXX_BITS_SPECFUN_H"] + switch + own
 
     def _build(self, sig):
         cuda = sig[2]

@@ -32,6 +32,9 @@ class CompileError(RuntimeError):
         text = f"{op} failed to compile: {where}: error: {message}"
         if source_line is not None:
             text += f"\n    {line:>4} | {source_line.rstrip()}"
+        hint = _missing_header_hint(file, message)
+        if hint:
+            text += f"\n{hint}"
         text += f"\n(full compiler output: {log})"
         super().__init__(text)
 
@@ -82,6 +85,25 @@ def _short(error):
     line) without the frames of loader.py, which say nothing about the student's code. IPython calls
     `_render_traceback_` instead of printing the traceback; plain Python still prints it whole, for debugging."""
     return [f"{type(error).__name__}: {error}"]
+
+
+# What a kernel file must include itself: nvcc gets -D_GLIBCXX_BITS_SPECFUN_H from the loader (loader.py, flags()),
+# which leaves out the part of <cmath> that brings these along elsewhere (<algorithm>'s core and <limits>)
+_HEADER_OF = {"min": "<algorithm>", "max": "<algorithm>", "minmax": "<algorithm>", "numeric_limits": "<limits>"}
+_NO_STD_MEMBER = re.compile(r'namespace "std" has no member "(?P<name>\w+)"')
+
+
+def _missing_header_hint(file, message):
+    """For a .cu file's `std::min` (or max, numeric_limits) without its header: which header to include, and why
+    the same code may compile elsewhere."""
+    m = _NO_STD_MEMBER.search(message)
+    if not (m and file and Path(file).suffix in (".cu", ".cuh") and m["name"] in _HEADER_OF):
+        return None
+    return (
+        f"hint: #include {_HEADER_OF[m['name']]} in the kernel file (std::{m['name']} is declared there; the kit "
+        "compiles .cu files without the C++17 special math functions of <cmath>, which would bring it along: "
+        "a third faster to build)"
+    )
 
 
 def _source_line(path, line):

@@ -8,13 +8,16 @@ its build.ninja, then reruns them with one change at a time:
          -O1, -O0; each alone and with --threads 0 (device and host steps of one file in parallel); each with
          -std=c++20 (what cpp_extension gives nvcc in newer torch, 2.14 here) and -std=c++17 (a kernel file includes no torch
          header, so it may take the lighter standard library of C++17).
-  parallel: the loader's flags (-O0 --threads 0 -std=c++17), through plain nvcc and through the loader's driver
-         (building/parallel_nvcc.py: nvcc's own steps, the device branch beside the host branch), interleaved.
+  parallel: the loader's flags (-O0 --threads 0 -std=c++17 -D_GLIBCXX_BITS_SPECFUN_H), through plain nvcc and through
+         the loader's driver (building/parallel_nvcc.py: nvcc's own steps, the device branch beside the host branch),
+         each also without the define ("with specfun": libstdc++'s C++17 special math functions, which <cmath> then
+         includes through cuda_runtime.h), interleaved.
   headers: nvcc on a one-line kernel alone, with cuda_bf16.h (which includes cuda_fp16.h; kernels/common/
          cuda_half_types.cuh includes both, for matmul; cuda_types.cuh, which every other kernel file includes, has
          16-bit types of its own for this cost), and with the kit's kit.h: what every .cu file pays before its own code.
   link:  the default linker (GNU ld.bfd); gold, lld and mold where they are installed.
-Writes results/<date>-<machine>/edit_time.json and prints a table. ~2 min.
+  edit:  an edit of add2.cu to its result through the loader, with its flags and without the define above.
+Writes results/<date>-<machine>/edit_time.json and prints a table. ~3 min.
 Run: python scripts/experiment_edit_time.py
 """
 
@@ -73,6 +76,38 @@ def interleaved(cmds, cwd):
     }
 
 
+def edits_through_loader(tmp):
+    """An edit of add2.cu to its result through the loader (nvcc through its driver, the link, the load), REPS edits
+    each, interleaved: with the loader's nvcc flags, and with them less -D_GLIBCXX_BITS_SPECFUN_H (two Ops, each with
+    a build folder of its own, on one copy of the kernels: each call after an edit rebuilds that Ops' add2)."""
+    real_flags = loader._Op.flags
+
+    def with_specfun(op, cuda, nvcc=False):
+        return [f for f in real_flags(op, cuda, nvcc) if f != "-D_GLIBCXX_BITS_SPECFUN_H"]
+
+    ways = {"loader's flags": real_flags, "with specfun": with_specfun}
+    labs, runs = {}, {name: [] for name in ways}
+    cu = tmp / "kernels/add2/add2.cu"
+    text = cu.read_text()
+    try:
+        for rep in range(REPS + 1):
+            for i, (name, flags) in enumerate(ways.items()):
+                loader._Op.flags = flags
+                lab = labs.setdefault(name, loader.Ops(tmp / "kernels", build_dir=tmp / f"build-edit-{i}"))
+                cu.write_text(text + f"// edit {rep}, {name}\n")
+                t0 = time.perf_counter()
+                lab.add2(torch.ones(4), torch.ones(4))
+                if rep:  # the first round builds each from cold
+                    runs[name].append(time.perf_counter() - t0)
+    finally:
+        loader._Op.flags = real_flags
+        cu.write_text(text)
+    return {
+        name: {"median_s": statistics.median(v), "min_s": min(v), "max_s": max(v), "runs_s": v}
+        for name, v in runs.items()
+    }
+
+
 def ninja_vars(text):
     return {m.group(1): m.group(2) for m in re.finditer(r"^(\w+) = (.*)$", text, re.M)}
 
@@ -109,7 +144,7 @@ def main():
             out["link"][ld] = timed(f"{cxx} {objs} {ldflags} -fuse-ld={ld} -o /tmp/labkit-link-{ld}.so", bdir)
         if cuda:
             src = str(tmp / "kernels/add2/add2.cu")
-            base = re.sub(r"\s(-O\d|--threads \d+|-std=\S+)(?=\s|$)", "", v["cuda_cflags"])
+            base = re.sub(r"\s(-O\d|--threads \d+|-std=\S+|-D_GLIBCXX_BITS_SPECFUN_H)(?=\s|$)", "", v["cuda_cflags"])
             # the real nvcc: build.ninja names the loader's driver (building/parallel_nvcc.py), which runs it
             real = str(Path(loader.cpp_extension().CUDA_HOME or "/usr/local/cuda") / "bin" / "nvcc")
             nvcc = f"{real} -MD -MF x.d {base} {{flags}} -c {shlex.quote(src)} -o x.o"
@@ -125,15 +160,17 @@ def main():
             empty = tmp / "empty.cu"
             empty.write_text("__global__ void k(float* p) { p[0] = 1; }\n")
             out["nvcc_empty_cu"] = timed(f"{real} {base} -O3 -std=c++20 -c {empty} -o x.o", bdir)
-            loader_flags = "-O0 --threads 0 -std=c++17"
+            loader_flags = "-O0 --threads 0 -std=c++17 -D_GLIBCXX_BITS_SPECFUN_H"
+            before = loader_flags.replace(" -D_GLIBCXX_BITS_SPECFUN_H", "")
             driver = parallel_nvcc.wrapper(tmp / "parallel-nvcc", real)[1]
             driver_env = " ".join(f"{k}={shlex.quote(x)}" for k, x in driver.items())
             runner = f"{driver_env} {shlex.quote(str(tmp / 'parallel-nvcc' / 'nvcc'))}"
             out["nvcc_add2_cu_parallel"] = interleaved(
                 {
-                    "plain nvcc": nvcc.format(flags=loader_flags),
-                    "parallel driver": f"LABKIT_PARALLEL_NVCC=1 {runner}"
-                    + nvcc.format(flags=loader_flags)[len(real) :],
+                    f"{how}{note}": (f"LABKIT_PARALLEL_NVCC=1 {runner}" if how == "parallel driver" else real)
+                    + nvcc.format(flags=flags)[len(real) :]
+                    for how in ("plain nvcc", "parallel driver")
+                    for note, flags in [("", loader_flags), (", with specfun", before)]
                 },
                 bdir,
             )
@@ -147,13 +184,14 @@ def main():
                 (tmp / f"h{i}.cu").write_text(include + "__global__ void k(float* p) { p[0] = 1; }\n")
                 cmds[name] = f"{real} {base} {loader_flags} -c {tmp / f'h{i}.cu'} -o h.o"
             out["nvcc_headers"] = interleaved(cmds, bdir)
+            out["edit_through_loader"] = edits_through_loader(tmp)
     dest = results.machine_dir()
     dest.mkdir(parents=True, exist_ok=True)
     (dest / "edit_time.json").write_text(json.dumps(out, indent=1) + "\n")
-    for part in ("link", "nvcc_add2_cu", "nvcc_add2_cu_parallel", "nvcc_headers"):
+    for part in ("link", "nvcc_add2_cu", "nvcc_add2_cu_parallel", "nvcc_headers", "edit_through_loader"):
         for name, r in out.get(part, {}).items():
             print(
-                f"{part:13s} {name:26s} "
+                f"{part:21s} {name:30s} "
                 + (f"{r['median_s']:.3f} s (min {r['min_s']:.3f})" if "median_s" in r else r["error"])
             )
     if "nvcc_empty_cu" in out:

@@ -47,6 +47,7 @@
 // is launched in chunks of rows, matmul_cuda at the end).
 #include <mma.h>
 
+#include <algorithm>  // std::min
 #include <cstdlib>
 
 #include <type_traits>

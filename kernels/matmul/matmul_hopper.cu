@@ -95,6 +95,7 @@
 // This file holds version 8, the launchers and the choice; the pieces (TMA, mbarrier, wgmma, the epilogue), the
 // warp-specialized kernel of 9-12 and the tensor maps are in matmul_hopper.cuh, and the ring's bookkeeping in
 // matmul_ring.h.
+#include <algorithm>  // std::min, std::max
 #include <cstdlib>  // getenv, atoi: the sweep build's split count
 
 #include "matmul_hopper.cuh"
