@@ -54,6 +54,8 @@ is_compiling = getattr(torch.compiler, "is_dynamo_compiling", torch.compiler.is_
 
 NAMESPACE = "labkit"
 SOURCE_SUFFIXES = {".cu", ".cuh", ".cpp", ".cc", ".h", ".hpp", ".py"}
+# nvcc's define that leaves libstdc++'s C++17 special math functions out of a kernel file (_Op.flags says why)
+NO_SPECIAL_MATH = "-D_GLIBCXX_BITS_SPECFUN_H"
 
 _lib = None  # the torch.library.Library holding every schema; defined once per process
 _defined = {}  # op schema name -> schema string
@@ -318,7 +320,7 @@ class _Op:
         if not nvcc:
             return ["-O3"] + switch + own
         std = [] if any(f.startswith("-std=") for f in own) else ["-std=c++17"]  # an op's own -std= wins
-        return ["-O0", "--threads", "0"] + std + ["-D_GLIBCXX_BITS_SPECFUN_H"] + switch + own
+        return ["-O0", "--threads", "0"] + std + [NO_SPECIAL_MATH] + switch + own
 
     def _build(self, sig):
         cuda = sig[2]

@@ -83,7 +83,7 @@ def edits_through_loader(tmp):
     real_flags = loader._Op.flags
 
     def with_specfun(op, cuda, nvcc=False):
-        return [f for f in real_flags(op, cuda, nvcc) if f != "-D_GLIBCXX_BITS_SPECFUN_H"]
+        return [f for f in real_flags(op, cuda, nvcc) if f != loader.NO_SPECIAL_MATH]
 
     ways = {"loader's flags": real_flags, "with specfun": with_specfun}
     labs, runs = {}, {name: [] for name in ways}
@@ -144,7 +144,7 @@ def main():
             out["link"][ld] = timed(f"{cxx} {objs} {ldflags} -fuse-ld={ld} -o /tmp/labkit-link-{ld}.so", bdir)
         if cuda:
             src = str(tmp / "kernels/add2/add2.cu")
-            base = re.sub(r"\s(-O\d|--threads \d+|-std=\S+|-D_GLIBCXX_BITS_SPECFUN_H)(?=\s|$)", "", v["cuda_cflags"])
+            base = re.sub(rf"\s(-O\d|--threads \d+|-std=\S+|{loader.NO_SPECIAL_MATH})(?=\s|$)", "", v["cuda_cflags"])
             # the real nvcc: build.ninja names the loader's driver (building/parallel_nvcc.py), which runs it
             real = str(Path(loader.cpp_extension().CUDA_HOME or "/usr/local/cuda") / "bin" / "nvcc")
             nvcc = f"{real} -MD -MF x.d {base} {{flags}} -c {shlex.quote(src)} -o x.o"
@@ -160,8 +160,8 @@ def main():
             empty = tmp / "empty.cu"
             empty.write_text("__global__ void k(float* p) { p[0] = 1; }\n")
             out["nvcc_empty_cu"] = timed(f"{real} {base} -O3 -std=c++20 -c {empty} -o x.o", bdir)
-            loader_flags = "-O0 --threads 0 -std=c++17 -D_GLIBCXX_BITS_SPECFUN_H"
-            before = loader_flags.replace(" -D_GLIBCXX_BITS_SPECFUN_H", "")
+            before = "-O0 --threads 0 -std=c++17"
+            loader_flags = f"{before} {loader.NO_SPECIAL_MATH}"
             driver = parallel_nvcc.wrapper(tmp / "parallel-nvcc", real)[1]
             driver_env = " ".join(f"{k}={shlex.quote(x)}" for k, x in driver.items())
             runner = f"{driver_env} {shlex.quote(str(tmp / 'parallel-nvcc' / 'nvcc'))}"

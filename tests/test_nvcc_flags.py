@@ -11,7 +11,7 @@ import torch
 
 from building.compile_errors import CompileError
 from building.environment import cpp_extension
-from loader import Ops
+from loader import NO_SPECIAL_MATH, Ops
 
 ROOT = Path(__file__).resolve().parent.parent
 NVCC = Path(cpp_extension().CUDA_HOME or "/usr/local/cuda") / "bin" / "nvcc"
@@ -25,8 +25,14 @@ ARCH = ["-gencode=arch=compute_90a,code=sm_90a", "-Xcompiler", "-fPIC"]
 def loader_flags():
     """nvcc's flags as the loader gives them to add2 (its own, without the CUDA switch)."""
     flags = Ops(ROOT / "kernels").add2.flags(cuda=True, nvcc=True)
-    assert "-D_GLIBCXX_BITS_SPECFUN_H" in flags, flags
+    assert NO_SPECIAL_MATH in flags, flags
     return [f for f in flags if f != "-DLABKIT_WITH_CUDA"]
+
+
+@pytest.fixture(scope="module")
+def flags_with_special_math(loader_flags):
+    """The same, less the define: <cmath> as any other C++17 build has it."""
+    return [f for f in loader_flags if f != NO_SPECIAL_MATH]
 
 
 def nvcc(tmp_path, code, flags, name="k.cu"):
@@ -37,34 +43,34 @@ def nvcc(tmp_path, code, flags, name="k.cu"):
     return r.returncode, r.stdout + r.stderr, obj
 
 
-def test_the_special_functions_are_left_out(tmp_path, loader_flags):
+def test_the_special_functions_are_left_out(tmp_path, loader_flags, flags_with_special_math):
     code = "#include <cmath>\ndouble zeta(double x) { return std::riemann_zeta(x); }\n"
-    without = [f for f in loader_flags if f != "-D_GLIBCXX_BITS_SPECFUN_H"]
-    rc, out, _ = nvcc(tmp_path, code, without)
+    rc, out, _ = nvcc(tmp_path, code, flags_with_special_math)
     assert rc == 0, out  # C++17 declares them
     rc, out, _ = nvcc(tmp_path, code, loader_flags)
     assert rc != 0 and "riemann_zeta" in out, out
 
 
 def fatbin(obj):
-    text = subprocess.run(
+    r = subprocess.run(
         ["objcopy", "-O", "binary", "--only-section=.nv_fatbin", str(obj), "/dev/stdout"], capture_output=True
     )
-    assert text.returncode == 0 and text.stdout, text.stderr
-    return text.stdout
+    assert r.returncode == 0 and r.stdout, r.stderr
+    return r.stdout
 
 
 @pytest.mark.skipif(not any(Path(p, "objcopy").is_file() for p in ("/usr/bin", "/bin")), reason="no objcopy")
 @pytest.mark.parametrize("kernel", ["add2/add2.cu", "deform_conv2d/deform_conv2d.cu"])
-def test_the_device_code_is_the_same_either_way(tmp_path, loader_flags, kernel):
+def test_the_device_code_is_the_same_either_way(tmp_path, loader_flags, flags_with_special_math, kernel):
     src = ROOT / "kernels" / kernel
     include = ["-I", str(ROOT / "kernels/common"), "-I", str(src.parent), "-DLABKIT_WITH_CUDA"]
-    without = [f for f in loader_flags if f != "-D_GLIBCXX_BITS_SPECFUN_H"]
-    (tmp_path / "a").mkdir(), (tmp_path / "b").mkdir()
-    rc_a, out_a, obj_a = nvcc(tmp_path / "a", src.read_text(), [*without, *include], src.name)
-    rc_b, out_b, obj_b = nvcc(tmp_path / "b", src.read_text(), [*loader_flags, *include], src.name)
-    assert rc_a == rc_b == 0, (out_a, out_b)
-    assert fatbin(obj_a) == fatbin(obj_b)
+    built = []
+    for name, flags in [("with", flags_with_special_math), ("without", loader_flags)]:
+        (tmp_path / name).mkdir()
+        rc, out, obj = nvcc(tmp_path / name, src.read_text(), [*flags, *include], src.name)
+        assert rc == 0, (name, out)
+        built.append(fatbin(obj))
+    assert built[0] == built[1]
 
 
 LAUNCHER = """{include}#include <cstdint>
@@ -106,4 +112,4 @@ def test_other_errors_get_no_header_hint(tmp_path, loader_flags):
 
 def test_the_cpu_build_is_untouched():
     """g++ compiles the binding and the CPU kernels with everything of its standard library: no such define."""
-    assert not any("SPECFUN" in f for f in Ops(ROOT / "kernels").add2.flags(cuda=torch.cuda.is_available()))
+    assert NO_SPECIAL_MATH not in Ops(ROOT / "kernels").add2.flags(cuda=torch.cuda.is_available())
