@@ -9,6 +9,8 @@ import os
 # beside the other workers' builds. Set before torch is imported; the children inherit it.
 os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
 
+import fcntl  # noqa: E402
+import gc  # noqa: E402
 import re  # noqa: E402
 import shutil  # noqa: E402
 import subprocess
@@ -80,6 +82,10 @@ def pytest_configure(config):
         "markers",
         "exclusive_gpu: times the GPU, so no other test may use it meanwhile "
         "(run apart from a parallel run: scripts/gpu_session.sh)",
+    )
+    config.addinivalue_line(
+        "markers",
+        "big_gpu_memory: takes tens of GB of GPU memory, so runs while no other such test does (big_gpu_memory_turn)",
     )
 
 
@@ -238,6 +244,30 @@ DEVICES = ["cpu"] + (["cuda"] if HAS_CUDA else [])
 @pytest.fixture(params=["cpu", pytest.param("cuda", marks=pytest.mark.cuda)])
 def device(request):
     return request.param
+
+
+# The tests past 2^31 elements and nms's 20 GB mask each take 9 to 26 GB of the GPU, and PyTorch's caching allocator
+# keeps what a process freed for that process. In a parallel run (16 workers, and the child runs of every op's tests
+# that tests/test_builds.py starts for each prebuilt library) several of them ran at once and their workers kept the
+# memory after: on an 80 GB H100 other workers' tests then failed with CUDA's out of memory, in creating a stream. So
+# such a test waits for its turn, a lock every process on the machine shares (a file in the temporary folder, which the
+# children inherit), checks the free memory it needs only then, and gives its cache back before it lets go.
+BIG_GPU_MEMORY_LOCK = Path(tempfile.gettempdir()) / "labkit-big-gpu-memory.lock"
+
+
+@pytest.fixture(autouse=True)
+def big_gpu_memory_turn(request):
+    if request.node.get_closest_marker("big_gpu_memory") is None:
+        yield
+        return
+    with open(BIG_GPU_MEMORY_LOCK, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            gc.collect()  # the test's tensors, where a failure's traceback still held them
+            torch.cuda.empty_cache()
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 @pytest.fixture

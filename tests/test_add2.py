@@ -131,6 +131,7 @@ def test_seed_version(n):
 
 
 @pytest.mark.cuda
+@pytest.mark.big_gpu_memory
 def test_past_2_to_the_31_elements():
     n = (1 << 31) + 5  # 8 GiB per float32 tensor: int indices would wrap
     if torch.cuda.mem_get_info()[0] < 5 * n * 4:

@@ -370,6 +370,7 @@ def test_16bit_results_are_the_same_bits_on_cpu_and_gpu(dtype):
 
 
 @pytest.mark.cuda
+@pytest.mark.big_gpu_memory
 def test_past_2_to_the_31_elements():
     n = (1 << 31) + 5  # 8 GiB per float32 tensor: int indices would wrap
     if torch.cuda.mem_get_info()[0] < 3 * n * 4:

@@ -252,6 +252,7 @@ def test_pile_and_loners_small(device):
 
 
 @pytest.mark.cuda
+@pytest.mark.big_gpu_memory
 def test_past_48_kb_of_shared_memory():
     """Over 393,216 boxes the walk's bit per box needs more than 48 KB of shared memory, which a kernel must ask for.
     The boxes pile up (11 are kept), so the walk is short; the mask is 20 GB."""

@@ -264,6 +264,7 @@ def test_the_same_bits_on_every_run(dtype):
 
 
 @pytest.mark.cuda
+@pytest.mark.big_gpu_memory
 def test_past_2_to_the_31_elements():
     n = (1 << 31) + 5  # 4 GiB of bfloat16: int indices would wrap
     if torch.cuda.mem_get_info()[0] < 3 * n * 2:
