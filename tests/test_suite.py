@@ -93,3 +93,41 @@ def test_a_worker_in_notebook_05_is_topped_up_with_a_short_group_not_the_next_lo
     for i in range(3):
         sched.mark_test_complete(second, collection.index(f"tests/test_hub_limits.py::test_{i}"))
     assert "tests/test_grade_class.py" in groups(second)
+
+
+def test_tests_of_tens_of_gb_take_turns(tmp_path):
+    """A test marked big_gpu_memory runs only while no other process on the machine runs one: here this test holds
+    their lock while a child pytest reaches such a test, which must wait until the lock is let go."""
+    import fcntl
+    import time
+
+    (tmp_path / "test_child.py").write_text(
+        "import pathlib, pytest\n"
+        "def test_first():\n    pathlib.Path('started').write_text('')\n"
+        "@pytest.mark.big_gpu_memory\n"
+        "def test_big():\n    pathlib.Path('ran').write_text('')\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "tests"), str(ROOT)])}
+    for name in ("PYTEST_XDIST_WORKER", "PYTEST_ADDOPTS"):
+        env.pop(name, None)
+    with open(conftest.BIG_GPU_MEMORY_LOCK, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        child = subprocess.Popen(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "conftest", "test_child.py"],
+            env=env,
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        try:
+            deadline = time.monotonic() + 240
+            while not (tmp_path / "started").exists() and child.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert (tmp_path / "started").exists(), child.communicate(timeout=60)[0] if child.poll() is not None else ""
+            time.sleep(1.0)  # a test that did not wait would have run by now: the child goes on at once
+            assert not (tmp_path / "ran").exists(), "the big_gpu_memory test ran while another process held the lock"
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+    out = child.communicate(timeout=120)[0]
+    assert child.returncode == 0 and (tmp_path / "ran").exists(), out
