@@ -11,6 +11,7 @@
 #   pytest-xdist workers run the tests (where xdist is installed); each step is
 #   stopped after STEP_TIMEOUT seconds (default 540) so the results of the others still come back.
 #   BENCH_ARGS="--only matmul" (or --quick) is passed to bench/run.py; its log is then bench-<ops>.log.
+#   CLASS_ARGS="--no-grade" is passed to scripts/measure_class.py: the students' first calls and edit alone (~1 min).
 #
 # Uses the machine's own python3 (PY=... to change); Jupyter packages may come as wheels in .whl/, and Debian's mold
 # in .whl/bin/ (scripts/gpu_carry.sh gathers both here; the device call carries .whl).
@@ -77,7 +78,7 @@ for step in $STEPS; do
         timing) if [ -f kit/record_timing.py ]; then $T $PY -m kit.record_timing > "$R/timing.log" 2>&1 || rc=1; tail -n 15 "$R/timing.log"; fi ;;
         variants) OUT="$R" $T $PY scripts/experiment_matmul_variants.py > "$R/matmul-variants.log" 2>&1 || rc=1
                 tail -n 8 "$R/matmul-variants.log" ;;
-        class)  OUT="$R" $T $PY scripts/measure_class.py > "$R/class.log" 2>&1 || rc=1  # ~5 min with grading
+        class)  OUT="$R" $T $PY scripts/measure_class.py ${CLASS_ARGS:-} > "$R/class.log" 2>&1 || rc=1  # ~5 min with grading
                 grep -v "^\[labkit\]" "$R/class.log" | tail -n 30 ;;
         multi)  $T $PY -m kit.devices > "$R/multi_gpu.log" 2>&1 || rc=1; tail -n 10 "$R/multi_gpu.log" ;;
         debug)  $T $PY -m kit.record_debug > "$R/debug.log" 2>&1 || rc=1; grep -E "^(--|wrote)" "$R/debug.log" | cut -c1-160 ;;
