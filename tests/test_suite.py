@@ -11,6 +11,17 @@ import pytest
 from conftest import ROOT
 
 
+# a pytest of its own on a test file written in tmp_path, with the kit's conftest.py: not a worker of this run's
+CHILD_PYTEST = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "conftest"]
+
+
+def child_env(**extra):
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "tests"), str(ROOT)]), **extra}
+    for name in ("PYTEST_XDIST_WORKER", "PYTEST_ADDOPTS"):  # this run's, not the child's
+        env.pop(name, None)
+    return env
+
+
 def test_a_failure_is_logged_as_it_happens(tmp_path):
     """$LABKIT_FAILURE_LOG gets each failure's traceback when it fails: the run below is killed by its own next test,
     before pytest's summary, and the log still holds the first test's assertion."""
@@ -20,16 +31,9 @@ def test_a_failure_is_logged_as_it_happens(tmp_path):
         "def test_killed():\n    os.kill(os.getpid(), signal.SIGKILL)\n"
     )
     log = tmp_path / "failures.log"
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(ROOT / "tests"), str(ROOT)]),
-        "LABKIT_FAILURE_LOG": str(log),
-    }
-    for name in ("PYTEST_XDIST_WORKER", "PYTEST_ADDOPTS"):  # this run's, not the child's
-        env.pop(name, None)
     r = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "conftest", str(tmp_path / "test_child.py")],
-        env=env,
+        [*CHILD_PYTEST, str(tmp_path / "test_child.py")],
+        env=child_env(LABKIT_FAILURE_LOG=str(log)),
         cwd=tmp_path,
         capture_output=True,
         text=True,
@@ -107,14 +111,11 @@ def test_tests_of_tens_of_gb_take_turns(tmp_path):
         "@pytest.mark.big_gpu_memory\n"
         "def test_big():\n    pathlib.Path('ran').write_text('')\n"
     )
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "tests"), str(ROOT)])}
-    for name in ("PYTEST_XDIST_WORKER", "PYTEST_ADDOPTS"):
-        env.pop(name, None)
     with open(conftest.BIG_GPU_MEMORY_LOCK, "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         child = subprocess.Popen(
-            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "conftest", "test_child.py"],
-            env=env,
+            [*CHILD_PYTEST, "-q", "test_child.py"],
+            env=child_env(),
             cwd=tmp_path,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
