@@ -9,6 +9,7 @@ import os
 # beside the other workers' builds. Set before torch is imported; the children inherit it.
 os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
 
+import collections  # noqa: E402
 import fcntl  # noqa: E402
 import gc  # noqa: E402
 import re  # noqa: E402
@@ -16,6 +17,7 @@ import shutil  # noqa: E402
 import subprocess
 import sys
 import tempfile
+import types
 import zlib
 from pathlib import Path
 
@@ -166,9 +168,9 @@ if LoadScopeScheduling is not None:
             """xdist tops a worker up with the next group as soon as it has two tests or fewer left (a worker runs a
             test only once it knows the one after). A worker in a group whose tests take minutes (notebook 05's: two
             tests, the second one long) gets nothing more while it has a test to run after the current one, and then
-            the shortest group left, not the next long one, which would wait minutes behind it: on the H200 the
-            class-grading tests (95 s) sat queued behind notebook 05 (238 s) and that worker ended 55 s after any
-            other."""
+            the last group left, one of SECONDS_GROUPS, not the next long one, which would wait minutes behind it: on
+            the H200 the class-grading tests (95 s) sat queued behind notebook 05 (238 s) and that worker ended 55 s
+            after any other."""
             queue, assigned = self.workqueue, self.assigned_work.get(node, {})
             if any(scope in MINUTES_LONG and not all(tests.values()) for scope, tests in assigned.items()):
                 if not node.shutting_down and self._pending_of(assigned) >= 2:
@@ -182,13 +184,45 @@ if LoadScopeScheduling is not None:
             return GroupScheduling(config, log)
         return None
 
+    class OfflineWorker:
+        """What the scheduler asks of an xdist worker: the tests sent to it, by index in its collection."""
+
+        shutting_down = False
+
+        def __init__(self, name):
+            self.gateway = types.SimpleNamespace(id=name)
+            self.sent = []
+
+        def send_runtest_some(self, indexes):
+            self.sent += indexes
+
+        def shutdown(self):
+            self.shutting_down = True
+
+    def offline_schedule(collection, workers):
+        """The kit's scheduler without a pytest-xdist session (tests/test_suite.py, scripts/replay_test_schedule.py),
+        once it has sent the first groups to `workers` OfflineWorkers that collected `collection` (test ids, in order);
+        sched.mark_test_complete(worker, index) then tells it a test ended."""
+        sched = GroupScheduling.__new__(GroupScheduling)
+        sched.numnodes, sched.collection, sched.log = workers, None, lambda *args: None
+        sched.workqueue, sched.assigned_work, sched.registered_collections = collections.OrderedDict(), {}, {}
+        sched.config = types.SimpleNamespace(option=types.SimpleNamespace(loadscopereorder=False))
+        nodes = [OfflineWorker(f"gw{i}") for i in range(workers)]
+        for worker in nodes:
+            sched.add_node(worker)
+            sched.add_node_collection(worker, collection)
+        sched.schedule()
+        return sched, nodes
+
 
 # The groups that take minutes, by the last runs' --durations: sent to the workers first, so that none of them starts
 # near the end and runs on alone once every other group is done (xdist's own order is the most tests first). On the
 # 2-core machine the builds of every op and the class's tests; on a GPU machine also the CUDA builds, each op's
 # torch.compile tests, which compile C++ for the CPU beside every other worker's builds, and the debugging lesson's GPU
-# cases (120 s there: sent out last, they ended a run with most workers idle). test_timing (93 s there) is left out:
-# its CPU tests time sleeps, which the builds at the start of a 2-core run would stretch.
+# cases (120 s there: sent out last, they ended a run with most workers idle), and the graded exercises (their four
+# shares 171-429 s in all on an H100, the more where the compiler cache is cold: sent after the class's tests, the last
+# share ended a run 33 s after the rest, replaying the scheduler with that run's durations). test_timing (77-93 s
+# there) is left out: its CPU tests time sleeps, which the builds at the start of a 2-core run would stretch.
 LONG_GROUPS = (
     "tests/test_builds.py#aot-cuda",
     "tests/test_builds.py#aot-cpu",
@@ -201,6 +235,7 @@ LONG_GROUPS = (
     "tests/test_call_path.py",
     "tests/test_hub.py",
     "tests/test_browser.py",
+    "tests/test_grade.py",
     "tests/test_grade_class.py",
     "tests/test_matmul.py",
     "tests/test_elu.py",
@@ -214,18 +249,35 @@ LONG_GROUPS = (
 # The first five hold single tests that take minutes (a build of every op, its child pytest, notebook 05).
 MINUTES_LONG = LONG_GROUPS[:5]
 
+# Groups that take seconds on either machine (at most 18 s on an H100 machine, 8 s on the 2-core one), collected
+# last and the shortest last: the last group left is what a worker of MINUTES_LONG takes to run after its long test
+# (GroupScheduling._reschedule). Collected by name, test_timing.py came last: on an H100 (2026-12-06) its 77-91 s
+# waited behind notebook 05 in both runs of the suite, and that worker ended 47-76 s after every other.
+SECONDS_GROUPS = (
+    "tests/test_suite.py",
+    "tests/test_nvcc_flags.py",
+    "tests/test_parallel_nvcc.py",
+    "tests/test_devices.py",
+    "tests/test_hub_private.py",
+    "tests/test_hub_limits.py",
+    "tests/test_layers.py",
+)
 
-def _group_rank(item):
-    """A group's place in LONG_GROUPS, where a file named there stands for every share of it."""
-    group = xdist_group(item.nodeid)
+
+def group_rank(nodeid):
+    """Where a test's group is sent: by its place in LONG_GROUPS (a file named there stands for every share of it),
+    then the groups named nowhere, then SECONDS_GROUPS."""
+    group = xdist_group(nodeid)
     for name in (group, group.split("#", 1)[0]):
         if name in LONG_GROUPS:
             return LONG_GROUPS.index(name)
+        if name in SECONDS_GROUPS:
+            return len(LONG_GROUPS) + 1 + SECONDS_GROUPS.index(name)
     return len(LONG_GROUPS)
 
 
 def pytest_collection_modifyitems(config, items):
-    items.sort(key=_group_rank)  # stable: each group's tests stay in the order they are written
+    items.sort(key=lambda item: group_rank(item.nodeid))  # stable: each group's tests stay in the order written
     no_gpu = pytest.mark.skip(reason="needs a CUDA GPU: torch.cuda.is_available() is False here")
     no_gpu2 = pytest.mark.skip(reason=f"needs two CUDA GPUs: {N_GPUS} visible here")
     jit_only = pytest.mark.skip(reason="tests the JIT loader (edits a copy of the kit); LABKIT_PREBUILT is set")

@@ -1,10 +1,8 @@
 """The test suite's own machinery (tests/conftest.py), where it does more than set tests up."""
 
-import collections
 import os
 import subprocess
 import sys
-import types
 
 import conftest
 import pytest
@@ -45,22 +43,6 @@ def test_a_failure_is_logged_as_it_happens(tmp_path):
     assert "test_killed" not in text
 
 
-class _Worker:
-    """What xdist's scheduler asks of a worker: the tests sent to it, by index in its collection."""
-
-    shutting_down = False
-
-    def __init__(self, name):
-        self.gateway = types.SimpleNamespace(id=name)
-        self.sent = []
-
-    def send_runtest_some(self, indexes):
-        self.sent += indexes
-
-    def shutdown(self):
-        self.shutting_down = True
-
-
 def test_a_worker_in_notebook_05_is_topped_up_with_a_short_group_not_the_next_long_one():
     """xdist gives a worker its next group while it still has two tests to run. The worker on notebook 05 (two tests,
     the second minutes long) gets nothing more until the long one is all it has left, then the last, shortest group;
@@ -76,15 +58,7 @@ def test_a_worker_in_notebook_05_is_topped_up_with_a_short_group_not_the_next_lo
         "tests/test_devices.py::test_0",
     ]
     assert conftest.xdist_group(collection[0]) in conftest.MINUTES_LONG
-    sched = conftest.GroupScheduling.__new__(conftest.GroupScheduling)  # its state, without a pytest-xdist session
-    sched.numnodes, sched.collection, sched.log = 2, None, lambda *args: None
-    sched.workqueue, sched.assigned_work, sched.registered_collections = collections.OrderedDict(), {}, {}
-    sched.config = types.SimpleNamespace(option=types.SimpleNamespace(loadscopereorder=False))
-    first, second = _Worker("gw0"), _Worker("gw1")
-    for worker in (first, second):
-        sched.add_node(worker)
-        sched.add_node_collection(worker, collection)
-    sched.schedule()
+    sched, (first, second) = conftest.offline_schedule(collection, workers=2)
 
     def groups(worker):
         return {conftest.xdist_group(collection[i]) for i in worker.sent}
@@ -97,6 +71,28 @@ def test_a_worker_in_notebook_05_is_topped_up_with_a_short_group_not_the_next_lo
     for i in range(3):
         sched.mark_test_complete(second, collection.index(f"tests/test_hub_limits.py::test_{i}"))
     assert "tests/test_grade_class.py" in groups(second)
+
+
+def test_the_test_to_follow_notebook_05_is_one_of_seconds():
+    """Tests are sent in the order conftest.py sorts them, and a worker on notebook 05's long test takes the last group
+    left to run after it: that is test_layers (its 223 tests take a second), not test_timing (a minute and more), which
+    comes last by name, nor a long group."""
+    if conftest.LoadScopeScheduling is None:
+        pytest.skip("pytest-xdist is not installed")
+    by_name = [  # as pytest collects them, file by file
+        *(f"tests/test_grade_class.py::test_{i}" for i in range(3)),
+        *(f"tests/test_layers.py::test_{i}" for i in range(3)),
+        *(f"tests/test_notebooks.py::test_notebook_{t}[05_debugging.ipynb]" for t in ("is_stripped", "runs")),
+        *(f"tests/test_timing.py::test_{i}" for i in range(3)),
+    ]
+    collection = sorted(by_name, key=conftest.group_rank)
+    assert collection[-1].startswith("tests/test_layers.py::") and collection[:2] == by_name[6:8]
+    sched, (first, second) = conftest.offline_schedule(collection, workers=2)
+    sched.mark_test_complete(first, 0)  # notebook 05's first test done: the worker needs one more group
+    assert {conftest.xdist_group(collection[i]) for i in first.sent} == {
+        "tests/test_notebooks.py#05_debugging.ipynb",
+        "tests/test_layers.py",
+    }
 
 
 def test_tests_of_tens_of_gb_take_turns(tmp_path):
