@@ -220,9 +220,9 @@ if LoadScopeScheduling is not None:
 # 2-core machine the builds of every op and the class's tests; on a GPU machine also the CUDA builds, each op's
 # torch.compile tests, which compile C++ for the CPU beside every other worker's builds, and the debugging lesson's GPU
 # cases (120 s there: sent out last, they ended a run with most workers idle), and the graded exercises (their four
-# shares 171-429 s in all on an H100, the more where the compiler cache is cold: sent after the class's tests, the last
-# share ended a run 33 s after the rest, replaying the scheduler with that run's durations). test_timing (77-93 s
-# there) is left out: its CPU tests time sleeps, which the builds at the start of a 2-core run would stretch.
+# shares 171-429 s in all on an H100, the more where the compiler cache is cold: sent after the class's tests, a share
+# was the last to end; sent before them, a replay of that run's durations, scripts/replay_test_schedule.py, ends 33 s
+# sooner, 262 s against 295). test_timing (77-93 s there) is left out: its CPU tests time sleeps, which the builds at the start of a 2-core run would stretch.
 LONG_GROUPS = (
     "tests/test_builds.py#aot-cuda",
     "tests/test_builds.py#aot-cpu",
