@@ -227,6 +227,24 @@ def _write_times(path, steps, source):
             f.write(f"{source} , {name} , , , , labkit parallel_nvcc , {(s.end - s.start) * 1e3:.4f} , ms\n")
 
 
+def _report(steps):
+    """nvcc's output: each step's that ran, in nvcc's order, up to the first that failed; returns that step's status
+    (nvcc's is 1, 2 or 255 by case: non-zero is what counts), or 0. A step that never started is passed over: one
+    beside it failed first (the device preprocessor or cicc, on an error in the file, before the host preprocessor
+    had given cudafe++ its input). Plain nvcc prints the same error: cudafe++ and cicc parse the file with the same
+    front end and word its errors alike, and an error on the device side alone is the device steps' in either order."""
+    for s in steps:
+        if s.result is None:
+            continue
+        sys.stdout.buffer.write(s.result.stdout)
+        sys.stderr.buffer.write(s.result.stderr)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        if s.result.returncode:
+            return s.result.returncode
+    return 0
+
+
 def _plain(nvcc, args):
     os.execv(nvcc, [nvcc, *args])
 
@@ -252,16 +270,11 @@ def main(argv):
             _plain(nvcc, args)
         env_lines, steps, depfile, ids = plan
         _run_steps(env_lines, steps, tmp)
-        # nvcc's output: each step's, in nvcc's order, up to the first that failed
-        for s in steps:
-            if s.result is None:
-                break
-            sys.stdout.buffer.write(s.result.stdout)
-            sys.stderr.buffer.write(s.result.stderr)
-            sys.stdout.flush()
-            sys.stderr.flush()
-            if s.result.returncode:  # the step's status (nvcc's is 1, 2 or 255 by case: non-zero is what counts)
-                return s.result.returncode
+        status = _report(steps)
+        if status:
+            return status
+        if any(s.result is None for s in steps):  # cannot be (_run_steps ends with each step run or one failed)
+            _plain(nvcc, args)
         if any(Path(theirs).read_bytes() != Path(own).read_bytes() for theirs, own in ids):
             _plain(nvcc, args)  # cicc named the file's internal symbols otherwise than cudafe++: nvcc's own order
         if times:

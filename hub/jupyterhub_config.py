@@ -35,7 +35,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from hub import classroom, limits, singleuser  # noqa: E402 (hub/classroom.py, limits.py, singleuser.py beside this file)
+from hub import classroom, limits, ports, singleuser  # noqa: E402 (hub/classroom.py, limits.py ... beside this file)
 
 c = get_config()  # noqa: F821 (JupyterHub defines it for its config file)
 
@@ -99,7 +99,6 @@ elif MODE == "unix":
         if home.is_dir():
             home.chmod(0o700)
 
-    c.Spawner.pre_spawn_hook = private_home
 else:
     raise ValueError(f"LABKIT_HUB_MODE={MODE!r}: use homes or unix")
 
@@ -121,6 +120,16 @@ if classroom.is_git_checkout(HERE.parent):
             file=sys.stderr,
         )
 
+
+def before_spawn(spawner):
+    """Each student's server port, one no other student was given (hub/ports.py: the spawner's own random port can
+    be handed to two servers at once); in unix mode, their home private."""
+    ports.assign(spawner)
+    if MODE == "unix":
+        private_home(spawner)
+
+
+c.Spawner.pre_spawn_hook = before_spawn
 c.Spawner.cmd = [sys.executable, str(HERE / "singleuser.py")]
 c.Spawner.notebook_dir = "~"
 c.Spawner.default_url = "/lab/tree/kit/notebooks/01_add2.ipynb"

@@ -59,6 +59,9 @@ def test_a_kit_kernel_compiles_to_the_same_object(tmp_path):
         ("__global__ void k(float* p) { p[0] = oops; }\n", True),  # cudafe++ and cicc both see it: printed once
         ("__global__ void k(float* p) { int unused; p[0] = 1; }\n", False),  # a warning
         ('#include "not_there.h"\n', True),  # both preprocessors fail
+        # the device branch alone fails, in its preprocessor, which may end before cudafe++ has started: nvcc's
+        # error and status all the same (the test below fixes that order)
+        ("#ifdef __CUDA_ARCH__\n#error on the device side only\n#endif\n", True),
     ],
 )
 @pytest.mark.parametrize("threads", [[], ["--threads", "0"]])
@@ -109,3 +112,13 @@ def test_a_failed_compile_leaves_no_temporary_files(tmp_path):
     )
     assert r.returncode != 0 and "oops" in r.stdout + r.stderr
     assert sorted(p.name for p in scratch.iterdir()) == []
+
+
+def test_a_step_that_never_started_is_passed_over_for_the_one_that_failed(capfd):
+    """The report of a compile in which the device branch failed before cudafe++ started (it waits for the host
+    preprocessor): the failed step's message and status, not a stop at the step that never ran."""
+    steps = [parallel_nvcc._Step(i, line) for i, line in enumerate(["gcc -E a.cu", "cudafe++ a", "cicc a", "ptxas a"])]
+    steps[0].result = subprocess.CompletedProcess([], 0, b"", b"")
+    steps[2].result = subprocess.CompletedProcess([], 2, b"", b'a.cu(1): error: identifier "oops" is undefined\n')
+    assert parallel_nvcc._report(steps) == 2
+    assert 'a.cu(1): error: identifier "oops" is undefined' in capfd.readouterr().err
