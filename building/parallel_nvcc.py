@@ -273,8 +273,6 @@ def main(argv):
         status = _report(steps)
         if status:
             return status
-        if any(s.result is None for s in steps):  # cannot be (_run_steps ends with each step run or one failed)
-            _plain(nvcc, args)
         if any(Path(theirs).read_bytes() != Path(own).read_bytes() for theirs, own in ids):
             _plain(nvcc, args)  # cicc named the file's internal symbols otherwise than cudafe++: nvcc's own order
         if times:

@@ -28,7 +28,7 @@ def free(port, ip="127.0.0.1"):
 def assign(spawner):
     """For Spawner.pre_spawn_hook: the student's server port. The one they had, where it is still free; else the first
     free one that no other student was given."""
-    name, ip = spawner.user.name, getattr(spawner, "ip", "") or "127.0.0.1"
+    name, ip = spawner.user.name, spawner.ip
     port = _given.get(name)
     if port is None or not free(port, ip):
         others = {p for n, p in _given.items() if n != name}
