@@ -28,7 +28,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 os.chdir(HERE)  # setuptools takes source paths relative to setup.py's folder, and refuses absolute ones
 sys.path.insert(0, str(ROOT))
-from building import environment  # noqa: E402  the kit's answers to "build CUDA?" and its cpp_extension with a working CUDA_HOME
+from building import environment, precompiled_header  # noqa: E402  the kit's answers to "build CUDA?" and its cpp_extension with a working CUDA_HOME
 from building.builds import lesson_ops, op_flags  # noqa: E402
 from building.toolchain import safe_cxx  # noqa: E402
 
@@ -48,26 +48,44 @@ if cxx:
     os.environ["CXX"] = cxx
 
 
+COMMON = ["-O3"] + (["-DLABKIT_WITH_CUDA"] if CUDA else [])  # what loader._Op.flags gives the JIT build
+# -g0: setuptools compiles with Python's own CFLAGS, -g among them; the JIT build has no debug information, and writing
+# it made a CPU build of add2 a third longer (26 s against 19 on 2 cores)
+CXX_COMMON = COMMON + ["-g0"]
+
+
 def extension(op):
     cxx_flags, cuda_flags = op_flags(KERNELS, op)  # op.py's own, read without defining its schemas
     suffixes = (".cpp", ".cc", ".cu") if CUDA else (".cpp", ".cc")
     sources = sorted(os.path.relpath(p, HERE) for p in (KERNELS / op).iterdir() if p.suffix in suffixes)
-    common = ["-O3"] + (["-DLABKIT_WITH_CUDA"] if CUDA else [])  # what loader._Op.flags gives the JIT build
-    # -g0: setuptools compiles with Python's own CFLAGS, -g among them; the JIT build has no debug information, and
-    # writing it made a CPU build of add2 a third longer (26 s against 19 on 2 cores)
     kind = cpp_extension.CUDAExtension if CUDA else cpp_extension.CppExtension
+    pch = [str(PCH)] if PCH and op in SHARED_FLAGS else []  # the precompiled header (below): first on the path
     return kind(
         f"labkit_aot._{op}",
         sources,
-        include_dirs=[str(KERNELS / "common")],
-        extra_compile_args={"cxx": common + ["-g0"] + cxx_flags, "nvcc": common + cuda_flags},
+        include_dirs=[*pch, str(KERNELS / "common")],
+        extra_compile_args={"cxx": CXX_COMMON + cxx_flags, "nvcc": COMMON + cuda_flags},
     )
+
+
+# The bindings' headers (binding.h, autograd.h and the torch headers they include) compiled once for every op without
+# CXX_FLAGS of its own (building/precompiled_header.py): setuptools builds the ops one after another, so the header is
+# compiled from the first such op's build flags, once that op is built, and the ops after it load it. A binding's
+# compile is ~19 s on one core, ~10 s of it parsing torch's headers; the header costs ~25 s once and ~2.5 s to load, so
+# it pays from three ops on. GCC only; LABKIT_PCH=0 turns it off.
+SHARED_FLAGS = [op for op in OPS if not op_flags(KERNELS, op)[0]]
+PCH = (
+    precompiled_header.own_folder(HERE / "build" / "pch", KERNELS / "common", cxx, CXX_COMMON, CUDA)
+    if len(SHARED_FLAGS) >= 3
+    else None
+)
 
 
 class BuildExtensionCudaObjects(cpp_extension.BuildExtension):
     """torch's BuildExtension, naming a .cu file's object x.cuda.o. setuptools names an object after its source's
     stem, so add2.cpp and add2.cu would both become add2.o (ninja: "multiple rules generate .../add2.o"); the JIT
-    loader (cpp_extension.load) names them the same way as here."""
+    loader (cpp_extension.load) names them the same way as here. After the first op of the precompiled header's flags
+    it compiles that header (PCH, above), from the flags ninja compiled that op's binding with."""
 
     def build_extensions(self):
         names = self.compiler.object_filenames
@@ -81,6 +99,18 @@ class BuildExtensionCudaObjects(cpp_extension.BuildExtension):
 
         self.compiler.object_filenames = object_filenames
         super().build_extensions()
+
+    def build_extension(self, ext):
+        super().build_extension(ext)
+        op = ext.name.split("._", 1)[1]
+        gch = PCH / (precompiled_header.HEADER + ".gch") if PCH else None
+        if gch and not gch.exists() and op in SHARED_FLAGS[:-1]:  # an op of the header's flags still to come
+            flags = precompiled_header._binding_flags(Path(self.build_temp) / "build.ninja")  # this op's, less its name
+            made = precompiled_header.compile_now(PCH, flags, KERNELS / "common", precompiled_header._is_gcc(cxx))
+            print(
+                f"labkit-aot: the bindings' precompiled header {'compiled' if made else 'failed'}: {gch}",
+                file=sys.stderr,
+            )
 
 
 class BuildPyWithOps(build_py):

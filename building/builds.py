@@ -17,6 +17,7 @@ from pathlib import Path
 
 import torch
 
+from building import precompiled_header
 from building.environment import ROOT, build_root, cpp_extension, cuda_build_wanted
 from building.toolchain import safe_cxx
 
@@ -171,6 +172,8 @@ def build_cmake(src, ops, cuda, build_dir=None):
         f"-DLABKIT_CUDA={'ON' if cuda else 'OFF'}",
         f"-DCMAKE_CXX_COMPILER={cxx}",
     ]
+    if not precompiled_header.enabled():  # LABKIT_PCH=0: no precompiled header in any build way
+        configure.append("-DLABKIT_PCH=OFF")
     try:
         configure += ["-G", "Ninja", f"-DCMAKE_MAKE_PROGRAM={_program('ninja')}"]
     except FileNotFoundError:

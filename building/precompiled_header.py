@@ -27,6 +27,9 @@ Where: $LABKIT_PCH_DIR where it is set (the test suite's builds, whatever compil
 else beside the class's compiler cache ($LABKIT_CACHE_DIR/pch: `make warm` compiles it once for everyone, and a
 student who cannot write there uses it, or goes without); else in the build folder (build_root()/pch). A build
 reaches it through a link beside its own build folder (folder()).
+
+The ahead-of-time builds of every op: aot/setup.py keeps a header of its own in its build folder (own_folder), compiled
+after the first op and before the next (compile_now); cmake/CMakeLists.txt uses CMake's precompiled headers.
 """
 
 import functools
@@ -108,7 +111,14 @@ def folder(common, cxx, flags, cuda, builds=None):
     return link
 
 
-def _shared_folder(common, cxx, flags, cuda):
+def own_folder(under, common, cxx, flags, cuda):
+    """The include folder of a build that keeps its precompiled header to itself, in the folder `under` (aot/setup.py:
+    the package's build folder, where it compiles the .gch itself, compile_now); keyed as the shared ones are. None
+    where the header does not apply (not GCC, LABKIT_PCH=0, a folder that cannot be written)."""
+    return _shared_folder(common, cxx, flags, cuda, under=Path(under))
+
+
+def _shared_folder(common, cxx, flags, cuda, under=None):
     exe = _is_gcc(cxx) if enabled() else None
     if exe is None:
         return None
@@ -119,11 +129,11 @@ def _shared_folder(common, cxx, flags, cuda):
         key.update(repr(part).encode() + b"\0")
     for p in kit_headers(common):
         key.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
-    path = root() / key.hexdigest()[:16]
+    path = (under or root()) / key.hexdigest()[:16]
     stub = path / HEADER
     if stub.is_file():
         return path
-    if read_only():
+    if read_only() and under is None:
         return None
     try:
         path.mkdir(parents=True, exist_ok=True)
@@ -194,18 +204,38 @@ def _binding_flags(build_ninja):
     return [f for f in flags if not f.startswith("-DTORCH_EXTENSION_NAME=")]
 
 
-def start(path, flags, common, exe):
-    """Compile the .gch in the background, niced, into a temporary file renamed into place when it is whole; the
-    marker goes either way. The source names the kit's headers by absolute path (the folder's binding.h would include
-    itself as a main file)."""
+def _command(path, flags, common, exe):
+    """The compile of the .gch into a temporary file: (command, the .gch, the temporary file). The source names the
+    kit's headers by absolute path (the folder's binding.h would include itself as a main file)."""
     source = path / "source.h"
     source.write_text(f'#include "{Path(common) / "binding.h"}"\n#include "{Path(common) / "autograd.h"}"\n')
     gch, tmp = path / (HEADER + ".gch"), path / f".{HEADER}.gch.{os.getpid()}.tmp"
-    compile_ = shlex.join([exe, *flags, "-x", "c++-header", str(source), "-o", str(tmp)])
+    return [exe, *flags, "-x", "c++-header", str(source), "-o", str(tmp)], gch, tmp
+
+
+def start(path, flags, common, exe):
+    """Compile the .gch in the background, niced, into a temporary file renamed into place when it is whole; the
+    marker goes either way."""
+    command, gch, tmp = _command(path, flags, common, exe)
+    compile_ = shlex.join(command)
     script = f"nice -n 10 {compile_} && mv {shlex.quote(str(tmp))} {shlex.quote(str(gch))}; "
     script += f"rm -f {shlex.quote(str(tmp))} {shlex.quote(str(path / 'compiling'))}"
     with open(path / "compile.log", "w") as log:
         subprocess.Popen(["sh", "-c", script], stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def compile_now(path, flags, common, exe):
+    """Compile the .gch in this process's time, for the builds that come after (aot/setup.py, between one op and the
+    next). Returns whether it was made; where not, the compiler's output is in the folder's compile.log and the
+    builds read the headers as they are."""
+    command, gch, tmp = _command(path, flags, common, exe)
+    r = subprocess.run(command, capture_output=True, text=True)
+    (path / "compile.log").write_text(r.stdout + r.stderr)
+    if r.returncode == 0:
+        tmp.replace(gch)
+        return True
+    tmp.unlink(missing_ok=True)
+    return False
 
 
 def wait(timeout=300):

@@ -15,7 +15,8 @@ from conftest import HAS_CUDA, HAS_XDIST, ROOT
 
 from kit import build_ways as builds
 from kit.resources import can_compile_cuda, resource_usage, tool
-from building.toolchain import elf_needed
+from building import precompiled_header
+from building.toolchain import elf_needed, safe_cxx
 
 OPS = builds.DEFAULT_OPS  # every op folder of kernels/
 OP_TESTS = [str(p) for p in (ROOT / "tests" / f"test_{op}.py" for op in OPS) if p.is_file()]
@@ -92,6 +93,43 @@ def test_each_op_has_its_own_library(built):
         # the shared C++ runtime, as torch's: a library with its own static copy crashes at its first exception (the
         # GPU image's g++ did that to the CMake CUDA build through nvcc's implicit link libraries)
         assert any(n.startswith(("libstdc++", "libc++")) for n in needed), needed
+
+
+def _ninja_deps(build_dir):
+    """{object: [the files its compile read]}, from ninja's record of the last build in build_dir (ninja -t deps)."""
+    ninja = shutil.which("ninja") or shutil.which("ninja", path=os.path.dirname(sys.executable))
+    out = subprocess.run([ninja, "-t", "deps"], cwd=build_dir, capture_output=True, text=True, check=True).stdout
+    records = {}
+    for line in out.splitlines():
+        if line and not line[0].isspace():
+            current = records.setdefault(line.split(": #deps", 1)[0], [])
+        elif line.strip():
+            current.append(line.strip())
+    return records
+
+
+@pytest.mark.skipif(
+    precompiled_header._is_gcc(safe_cxx()[0]) is None or not precompiled_header.enabled(),
+    reason="the bindings' precompiled header is for GCC, and LABKIT_PCH=0 turns it off",
+)
+def test_the_bindings_read_their_headers_precompiled(built):
+    """A build of every op compiles the bindings' headers once (cmake/CMakeLists.txt's LABKIT_PCH, aot/setup.py's PCH),
+    and the bindings load them instead of parsing torch's headers each: ninja's record of what a binding's compile read
+    has no torch header in it (CMake), or not even kernels/common/binding.h (setuptools, whose record leaves out the
+    system headers; ops are built one after another, the header after the first, and only the last op's record is
+    kept)."""
+    if built.way == "aot":
+        deps = _ninja_deps(next(built.src.glob("aot/build/temp.*")))
+        last = OPS[-1]
+        binding = [files for obj, files in deps.items() if obj.endswith(f"/{last}/{last}.o")]
+        assert binding and any(f.endswith(f"{last}.cpp") for f in binding[0]), deps
+        assert not [f for f in binding[0] if f.endswith("common/binding.h")], binding[0]
+    else:
+        deps = _ninja_deps(built.src / "cmake-build")
+        bindings = {obj: files for obj, files in deps.items() if re.search(r"/(\w+)/\1\.cpp\.o$", obj)}
+        assert set(OPS) == {re.search(r"/(\w+)/\1\.cpp\.o$", obj).group(1) for obj in bindings}, list(deps)
+        for obj, files in bindings.items():
+            assert not [f for f in files if "/torch/include/" in f], (obj, len(files))
 
 
 def test_prebuilt_ops_pass_the_op_tests(built):
