@@ -36,6 +36,7 @@ import torch  # noqa: E402
 
 KERNELS = ROOT / "kernels"
 OPS = [op for op in os.environ.get("LABKIT_OPS", "").split(",") if op] or list(lesson_ops(KERNELS))
+FLAGS = {op: op_flags(KERNELS, op) for op in OPS}  # op.py's own (CXX_FLAGS, CUDA_FLAGS), read without its schemas
 CUDA = environment.cuda_build_wanted()
 cpp_extension = environment.cpp_extension()
 
@@ -55,7 +56,7 @@ CXX_COMMON = COMMON + ["-g0"]
 
 
 def extension(op):
-    cxx_flags, cuda_flags = op_flags(KERNELS, op)  # op.py's own, read without defining its schemas
+    cxx_flags, cuda_flags = FLAGS[op]
     suffixes = (".cpp", ".cc", ".cu") if CUDA else (".cpp", ".cc")
     sources = sorted(os.path.relpath(p, HERE) for p in (KERNELS / op).iterdir() if p.suffix in suffixes)
     kind = cpp_extension.CUDAExtension if CUDA else cpp_extension.CppExtension
@@ -73,7 +74,7 @@ def extension(op):
 # compiled from the first such op's build flags, once that op is built, and the ops after it load it. A binding's
 # compile is ~19 s on one core, ~10 s of it parsing torch's headers; the header costs ~25 s once and ~2.5 s to load, so
 # it pays from three ops on. GCC only; LABKIT_PCH=0 turns it off.
-SHARED_FLAGS = [op for op in OPS if not op_flags(KERNELS, op)[0]]
+SHARED_FLAGS = [op for op in OPS if not FLAGS[op][0]]
 PCH = (
     precompiled_header.own_folder(HERE / "build" / "pch", KERNELS / "common", cxx, CXX_COMMON, CUDA)
     if len(SHARED_FLAGS) >= 3
@@ -105,8 +106,7 @@ class BuildExtensionCudaObjects(cpp_extension.BuildExtension):
         op = ext.name.split("._", 1)[1]
         gch = PCH / (precompiled_header.HEADER + ".gch") if PCH else None
         if gch and not gch.exists() and op in SHARED_FLAGS[:-1]:  # an op of the header's flags still to come
-            flags = precompiled_header._binding_flags(Path(self.build_temp) / "build.ninja")  # this op's, less its name
-            made = precompiled_header.compile_now(PCH, flags, KERNELS / "common", precompiled_header._is_gcc(cxx))
+            made = precompiled_header.compile_now(PCH, Path(self.build_temp) / "build.ninja", KERNELS / "common", cxx)
             print(
                 f"labkit-aot: the bindings' precompiled header {'compiled' if made else 'failed'}: {gch}",
                 file=sys.stderr,

@@ -224,11 +224,12 @@ def start(path, flags, common, exe):
         subprocess.Popen(["sh", "-c", script], stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
 
 
-def compile_now(path, flags, common, exe):
-    """Compile the .gch in this process's time, for the builds that come after (aot/setup.py, between one op and the
-    next). Returns whether it was made; where not, the compiler's output is in the folder's compile.log and the
-    builds read the headers as they are."""
-    command, gch, tmp = _command(path, flags, common, exe)
+def compile_now(path, build_ninja, common, cxx):
+    """Compile the .gch in this process's time, from the binding flags of the build that wrote `build_ninja`, for the
+    builds that come after (aot/setup.py, between one op and the next). Returns whether it was made; where not, the
+    compiler's output is in the folder's compile.log and the builds read the headers as they are."""
+    path = Path(path)
+    command, gch, tmp = _command(path, _binding_flags(Path(build_ninja)), common, _is_gcc(cxx))
     r = subprocess.run(command, capture_output=True, text=True)
     (path / "compile.log").write_text(r.stdout + r.stderr)
     if r.returncode == 0:

@@ -293,6 +293,19 @@ def pytest_collection_modifyitems(config, items):
 DEVICES = ["cpu"] + (["cuda"] if HAS_CUDA else [])
 
 
+def _pch_applies():
+    from building import precompiled_header
+    from building.toolchain import safe_cxx
+
+    return precompiled_header.enabled() and precompiled_header._is_gcc(safe_cxx()[0]) is not None
+
+
+# the bindings' precompiled header (building/precompiled_header.py, and the AOT and CMake builds' own) is GCC's
+NEEDS_PCH = pytest.mark.skipif(
+    not _pch_applies(), reason="the bindings' precompiled header is for GCC, and LABKIT_PCH=0 turns it off"
+)
+
+
 @pytest.fixture(params=["cpu", pytest.param("cuda", marks=pytest.mark.cuda)])
 def device(request):
     return request.param

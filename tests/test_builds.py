@@ -11,12 +11,12 @@ import subprocess
 import sys
 
 import pytest
-from conftest import HAS_CUDA, HAS_XDIST, ROOT
+from conftest import HAS_CUDA, HAS_XDIST, NEEDS_PCH, ROOT
 
 from kit import build_ways as builds
 from kit.resources import can_compile_cuda, resource_usage, tool
-from building import precompiled_header
-from building.toolchain import elf_needed, safe_cxx
+from building.builds import _program
+from building.toolchain import elf_needed
 
 OPS = builds.DEFAULT_OPS  # every op folder of kernels/
 OP_TESTS = [str(p) for p in (ROOT / "tests" / f"test_{op}.py" for op in OPS) if p.is_file()]
@@ -97,8 +97,9 @@ def test_each_op_has_its_own_library(built):
 
 def _ninja_deps(build_dir):
     """{object: [the files its compile read]}, from ninja's record of the last build in build_dir (ninja -t deps)."""
-    ninja = shutil.which("ninja") or shutil.which("ninja", path=os.path.dirname(sys.executable))
-    out = subprocess.run([ninja, "-t", "deps"], cwd=build_dir, capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [_program("ninja"), "-t", "deps"], cwd=build_dir, capture_output=True, text=True, check=True
+    ).stdout
     records = {}
     for line in out.splitlines():
         if line and not line[0].isspace():
@@ -108,10 +109,7 @@ def _ninja_deps(build_dir):
     return records
 
 
-@pytest.mark.skipif(
-    precompiled_header._is_gcc(safe_cxx()[0]) is None or not precompiled_header.enabled(),
-    reason="the bindings' precompiled header is for GCC, and LABKIT_PCH=0 turns it off",
-)
+@NEEDS_PCH
 def test_the_bindings_read_their_headers_precompiled(built):
     """A build of every op compiles the bindings' headers once (cmake/CMakeLists.txt's LABKIT_PCH, aot/setup.py's PCH),
     and the bindings load them instead of parsing torch's headers each: ninja's record of what a binding's compile read

@@ -6,18 +6,14 @@ import re
 import subprocess
 from pathlib import Path
 
-import pytest
 import torch
-from conftest import ROOT
+from conftest import NEEDS_PCH, ROOT
 
 from building import precompiled_header
 from building.toolchain import safe_cxx
 from loader import Ops
 
-pytestmark = pytest.mark.skipif(
-    precompiled_header._is_gcc(safe_cxx()[0]) is None or not precompiled_header.enabled(),
-    reason="the precompiled header is for GCC, and LABKIT_PCH=0 turns it off",
-)
+pytestmark = NEEDS_PCH
 
 
 def edit(path, old, new):
