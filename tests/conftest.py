@@ -57,8 +57,8 @@ if "LABKIT_CACHE_DIR" not in os.environ:
         # to the build folder inside that kit, outside it absolute. The tests' copies of the kit then share entries
         # whatever folder each lies in: torch's headers, in this checkout's .venv, keep one absolute path for every
         # copy. (A base above this checkout and the temporary folder made those paths relative too, so that only
-        # copies at the same depth shared: in a cold run of the suite on 2 cores, 77 of its 260 cached compiles hit, 86 with
-        # the kit's own base.)
+        # copies at the same depth shared: in a cold run of the suite on 2 cores, 77 of its 260 cached compiles
+        # hit; 86 with the kit's own base.)
 
 HAS_CUDA = torch.cuda.is_available()
 N_GPUS = torch.cuda.device_count() if HAS_CUDA else 0
