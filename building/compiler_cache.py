@@ -121,9 +121,8 @@ def build_environment(cxx, kit=None):
         # paths inside the kit are hashed relative to the build folder: every student's copy has the same layout.
         # The kit of the op, not the loader's: the instructor's grader builds each student's copy of the kit with
         # its own loader, and with the loader's kit as the base every include of a copy kept its absolute path, so
-        # grading missed the cache and compiled every file of every exercise of every student. LABKIT_CACHE_BASEDIR
-        # widens the base to a folder above the kit (the test suite's copies of the kit are in the temporary folder)
-        CCACHE_BASEDIR=os.environ.get("LABKIT_CACHE_BASEDIR") or str(kit or ROOT),
+        # grading missed the cache and compiled every file of every exercise of every student
+        CCACHE_BASEDIR=str(kit or ROOT),
         CCACHE_NOHASHDIR="1",  # the build folder's own path stays out of the key
         CCACHE_COMPILERCHECK="content",  # a compiler replaced in place gets new keys
         # depend mode: an entry is found by the hashes of the source, the headers the compiler's own dependency file

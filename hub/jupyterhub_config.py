@@ -159,9 +159,8 @@ if WARM != "0":
     warm_kit = singleuser.hand_out(warm_home, HANDOUT)
     # the warm compiles as a student's build will, so that the cache's entries are theirs: not in the hub's build
     # folder, with the system's c++ (above), and with the precompiled header and cache paths a student's loader takes
-    # from LABKIT_CACHE_DIR alone (a LABKIT_PCH_DIR or LABKIT_CACHE_BASEDIR here would key every entry to what no
-    # student's build has)
-    own = ("LABKIT_BUILD_DIR", "LABKIT_CACHE_READONLY", "LABKIT_PCH_DIR", "LABKIT_CACHE_BASEDIR", "CXX", "CC")
+    # from LABKIT_CACHE_DIR alone (a LABKIT_PCH_DIR here would key every entry to what no student's build has)
+    own = ("LABKIT_BUILD_DIR", "LABKIT_CACHE_READONLY", "LABKIT_PCH_DIR", "CXX", "CC")
     warm_env = {k: v for k, v in os.environ.items() if k not in own}
     names = [] if WARM == "1" else [n.strip() for n in WARM.split(",") if n.strip()]
     with open(STATE / "warm.log", "w") as warm_log:

@@ -49,11 +49,10 @@ def student(home):
 
 def kit_environment(kit, cache, **extra):
     """A process of `kit` compiling through `cache`, for the CPU, in the kit's own .build/, its paths hashed relative
-    to its own kit as a student's are (not to the folder above every copy that the suite's own cache uses)."""
+    to its own kit as a student's are."""
     # the bindings' precompiled header is the suite's (LABKIT_PCH_DIR, conftest.py), as with no cache of one's own
     env = dict(os.environ, LABKIT_CACHE_DIR=str(cache), LABKIT_CUDA="0", PYTHONPATH=str(kit), **extra)
     env.pop("LABKIT_BUILD_DIR", None)
-    env.pop("LABKIT_CACHE_BASEDIR", None)
     return env
 
 
