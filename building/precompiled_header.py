@@ -20,8 +20,11 @@ and a second include of kit.h from another copy's path must still be skipped.
 When: the first build with a key writes the folder and records the flags of its binding compile (from the build.ninja
 that cpp_extension wrote); the second build with that key starts compiling the .gch, in the background and at a low
 priority, and the builds after it use it. A key that only one build uses (a scratch copy with an edited header, a
-compile check) costs nothing. Only for GCC (clang finds no .gch through #include), and only for ops with the kit's
-own flags (an op.py with CXX_FLAGS of its own would need a header of its own). LABKIT_PCH=0 turns it off.
+compile check) costs nothing. A CUDA build where no GPU is visible goes without: it is a compile check (LABKIT_CUDA=1,
+notebook 05's resource counts), made a few times at most, and its header would cost more than it saves (the test
+suite on the 2-core machine compiled it, ~25 s of a core and 500 MB, for one or two bindings of ~8 s each). Only for
+GCC (clang finds no .gch through #include), and only for ops with the kit's own flags (an op.py with CXX_FLAGS of its
+own would need a header of its own). LABKIT_PCH=0 turns it off.
 
 Where: $LABKIT_PCH_DIR where it is set (the test suite's builds, whatever compiler cache each names, share one);
 else beside the class's compiler cache ($LABKIT_CACHE_DIR/pch: `make warm` compiles it once for everyone, and a
@@ -95,6 +98,8 @@ def folder(common, cxx, flags, cuda, builds=None):
     builds: the folder the build folders are in. The include folder is then a link there (builds/pch/<key>) to the
     shared one: ccache hashes the paths inside its base folder relative to the build folder, and a path into a
     folder outside the kit would differ between copies of the kit laid out alike, and miss."""
+    if cuda and not _gpu_visible():  # a compile check (above)
+        return None
     shared = _shared_folder(common, cxx, flags, cuda)
     if shared is None or builds is None or Path(builds) / "pch" == root():
         return shared
@@ -109,6 +114,12 @@ def folder(common, cxx, flags, cuda, builds=None):
         except OSError:
             return shared
     return link
+
+
+def _gpu_visible():
+    import torch
+
+    return torch.cuda.is_available()
 
 
 def own_folder(under, common, cxx, flags, cuda):

@@ -75,3 +75,14 @@ def test_an_edited_shared_header_gets_a_header_folder_of_its_own(tmp_path):
     after = precompiled_header.folder(common, cxx, ["-O3"], False)
     assert after != before and (after / "binding.h").is_file() and not (after / "binding.h.gch").exists()
     assert precompiled_header.folder(common, cxx, ["-O2"], False) != after  # other flags, another header
+
+
+def test_a_cuda_build_where_no_gpu_is_visible_goes_without(monkeypatch):
+    """A CUDA build without a GPU is a compile check, made a few times at most: no header folder, so no .gch of its
+    own to compile; where a GPU is visible, CUDA builds get theirs, as CPU builds do everywhere."""
+    cxx = safe_cxx()[0]
+    monkeypatch.setattr(precompiled_header, "_gpu_visible", lambda: False)
+    assert precompiled_header.folder(ROOT / "kernels/common", cxx, ["-O3"], True) is None
+    assert precompiled_header.folder(ROOT / "kernels/common", cxx, ["-O3"], False) is not None
+    monkeypatch.setattr(precompiled_header, "_gpu_visible", lambda: True)
+    assert precompiled_header.folder(ROOT / "kernels/common", cxx, ["-O3"], True) is not None
