@@ -30,8 +30,9 @@ lab: $(ENV_READY) ## Start JupyterLab on the kit (notebooks/ to learn, kernels/ 
 # TEST_WORKERS=0 runs everything in one process (also where xdist is not installed); auto is one worker a core, at
 # most 16 (each holds torch, and on a GPU machine a CUDA context).
 TEST_WORKERS ?= auto
-# The kit's own modules byte-compiled first, for the same reason as --compile below: every Python process the tests
-# start imports loader, building/ and kit/ (~0.2 s of CPU each to compile from source)
+# The kit's own modules byte-compiled first: where PYTHONDONTWRITEBYTECODE is set (the CI machine sets it) Python
+# writes no bytecode as it imports, and every Python process the tests start imports loader, building/ and kit/
+# (~0.2 s of CPU each to compile from source; .venv's modules are byte-compiled as they are installed)
 test: $(ENV_READY) ## Run every test on every core (CUDA tests run where there is a GPU, and say why they skip where not)
 	@$(PY) -m compileall -q -j 0 loader.py building kit hub bench > /dev/null || true
 	@if [ "$(TEST_WORKERS)" = 0 ] || ! $(PY) -c "import xdist" 2> /dev/null; then \
@@ -115,13 +116,12 @@ help: ## Show this help
 	  /^[a-zA-Z_-]+:.*?##/ { printf "  %s%-12s%s %s\n", on, $$1, off, $$2 } \
 	  /^##@/ { printf "\n%s\n", substr($$0, 5) }' $(MAKEFILE_LIST)
 
-# --compile: the bytecode of every module installed, written once here, whatever PIP_NO_COMPILE says. Where
-# PYTHONDONTWRITEBYTECODE is set (CI's machine sets it) Python writes none as it imports, and without it each of the
-# test suite's ~150 Python processes compiled torch's modules again (import torch: 5.1 s of CPU against 2.3 s)
+# building/install.py installs with uv (wheels unpacked and byte-compiled in parallel: half pip's time for a fresh
+# .venv) where this machine's pip settings carry over to it, else with pip; LABKIT_INSTALLER=pip always uses pip.
+# Either way every module is byte-compiled as it is installed (building/install.py says why)
 $(VENV)/.installed: requirements.txt
 	test -d $(VENV) || python3 -m venv $(VENV)
-	$(VENV)/bin/python -m pip install -q --upgrade pip
-	$(VENV)/bin/python -m pip install -q --compile -r requirements.txt
+	$(VENV)/bin/python -m building.install requirements.txt
 	touch $@
 
 .PHONY: lab test hub grade-class check doctor warm bench aot cmake strip lint format clean distclean help

@@ -8,6 +8,7 @@
     builds.py          the same kernels built ahead of time (aot/, pip) and with CMake (cmake/), for `make aot|cmake`
     prebuilt.py        loading those prebuilt libraries the way the loader loads its own
     doctor.py          `make doctor`: torch, CUDA toolkit, compiler, GPUs, build cache, each with its fix
+    install.py         `make`'s .venv: requirements.txt installed by uv where pip's settings carry over to it, else pip
 
 Nothing here imports loader.py or kit/: imports run one way, kit/ (the lessons' tools) -> loader.py -> building/.
 """
