@@ -117,18 +117,22 @@ def pytest_report_header(config):
 # group of each: a group's tests run on one worker, in the order they are written. A file is one group (what --dist
 # loadfile does: its tests may build on one another), but in these files no test relies on another's effects, so
 # a group is one value of a parameter (the [id] of a build way, a notebook), one test function with all its
-# parameters ("name"), or one of n shares of the file's tests for a number n; each worker sets up the module fixtures
-# of its groups itself. Without this the longest file sets the time of the whole run: test_builds, which compiles
-# every op several ways, would take nearly all of it on one worker. (xdist's own --dist loadgroup reads marks but
-# cannot rename the tests under pytest 9, so it ran every test apart: the groups are made here, from the test's id, by
-# a scheduler of the kit's own.) The op files are split too: test_builds runs all of them again in a child pytest
-# for each prebuilt library, the longest part of the suite on a GPU machine, where that child spreads them over
-# workers of its own; test_call_path's torch.compile tests take minutes each there (compiling C++ for the CPU beside
-# every other worker).
+# parameters ("name"), the tests of one exercise ("exercise": the exercise its [id] begins with, else the test's
+# name), or one of n shares of the file's tests for a number n; each worker sets up the module fixtures of its groups
+# itself. Without this the longest file sets the time of the whole run: test_builds, which compiles every op several
+# ways, would take nearly all of it on one worker. (xdist's own --dist loadgroup reads marks but cannot rename the
+# tests under pytest 9, so it ran every test apart: the groups are made here, from the test's id, by a scheduler of
+# the kit's own.) The op files are split too: test_builds runs all of them again in a child pytest for each prebuilt
+# library, the longest part of the suite on a GPU machine, where that child spreads them over workers of its own;
+# test_call_path's torch.compile tests take minutes each there (compiling C++ for the CPU beside every other worker).
+# test_grade goes by exercise: the tests of one exercise grade the same copy of it, which its worker then builds once.
+# In four shares, an exercise's tests went to several workers, each of which built its own copy of the exercise, and
+# where two did so at once the compiler cache could not serve the second: on the 2-core machine one exercise was
+# compiled three times, ~11 s of a core each.
 XDIST_SPLIT = {
     "test_builds.py": "id",
     "test_notebooks.py": "id",
-    "test_grade.py": 4,
+    "test_grade.py": "exercise",
     "test_call_path.py": "name",
     "test_matmul.py": 3,
     **{f"test_{op}.py": 2 for op in ("add2", "elu", "sum", "roi_align", "nms")},
@@ -143,8 +147,12 @@ def xdist_group(nodeid):
         return path
     if isinstance(split, int):
         return f"{path}#{zlib.crc32(nodeid.encode()) % split}"
+    name = nodeid.split("::", 1)[1].split("[", 1)[0]
     if split == "name":
-        return f"{path}#{nodeid.split('::', 1)[1].split('[', 1)[0]}"
+        return f"{path}#{name}"
+    if split == "exercise":
+        exercise = re.search(r"\[(ex\d+_[a-z0-9_]+)", nodeid)
+        return f"{path}#{exercise.group(1) if exercise else name}"
     param = re.search(r"\[(.*)\]$", nodeid)
     return f"{path}#{param.group(1) if param else ''}"
 
