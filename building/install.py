@@ -3,7 +3,7 @@ pip. Run with the .venv's own Python: `.venv/bin/python -m building.install requ
 
 Why uv: pip unpacks the wheels one after another and byte-compiles them on one core; uv unpacks them in parallel into
 its cache (~/.cache/uv), links them into .venv and byte-compiles on every core. A fresh .venv (torch with CUDA's
-libraries, ~6 GB) took 53 s on the 2-core machine with uv against 96 s with pip (2026-12-07), the same 160 packages at
+libraries, ~6 GB) took 51 s on the 2-core machine with uv against ~96 s with pip (2026-12-07), the same 160 packages at
 the same versions; the next .venv on the machine comes from uv's cache.
 
 Why byte-compiled at install: where PYTHONDONTWRITEBYTECODE is set (the CI machine sets it) Python writes no bytecode
